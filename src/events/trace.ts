@@ -1,0 +1,98 @@
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { createRedactor, redactValue } from '../util/redact.js';
+import type { EventBus, Unsubscribe } from './bus.js';
+import { type AgentEvent, AgentEventSchema } from './schema.js';
+
+/** Options for a TraceWriter. */
+export interface TraceWriterOptions {
+  /** Environment whose secret values are redacted from every line (default process.env). */
+  env?: NodeJS.ProcessEnv;
+  /** Flush buffered lines at least this often, in milliseconds (default 250). */
+  flushIntervalMs?: number;
+}
+
+/**
+ * Writes a run's events as JSON Lines, one event per line, secrets redacted.
+ * Lines are buffered and flushed at every `agent.finished` and `run.finished`,
+ * on a timer, and on close, so a killed run loses at most the last interval.
+ */
+export class TraceWriter {
+  readonly path: string;
+  readonly #redact: (text: string) => string;
+  #fd: number | undefined;
+  #buffer: string[] = [];
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(path: string, options: TraceWriterOptions = {}) {
+    this.path = path;
+    this.#redact = createRedactor(options.env);
+    mkdirSync(dirname(path), { recursive: true });
+    this.#fd = openSync(path, 'a');
+    this.#timer = setInterval(() => this.flush(), options.flushIntervalMs ?? 250);
+    this.#timer.unref();
+  }
+
+  /** Appends one event (redacted). */
+  write(event: AgentEvent): void {
+    if (this.#fd === undefined) return;
+    this.#buffer.push(JSON.stringify(redactValue(event, this.#redact)));
+    if (event.type === 'agent.finished' || event.type === 'run.finished') this.flush();
+  }
+
+  /** Subscribes to every event on `bus`; returns the unsubscribe function. */
+  attach(bus: EventBus): Unsubscribe {
+    return bus.onAny((event) => this.write(event));
+  }
+
+  /** Writes buffered lines to disk now. */
+  flush(): void {
+    if (this.#fd === undefined || this.#buffer.length === 0) return;
+    const text = `${this.#buffer.join('\n')}\n`;
+    this.#buffer = [];
+    writeSync(this.#fd, text);
+  }
+
+  /** Flushes and closes the file. Safe to call twice. */
+  close(): void {
+    clearInterval(this.#timer);
+    this.flush();
+    if (this.#fd !== undefined) closeSync(this.#fd);
+    this.#fd = undefined;
+  }
+}
+
+/** The result of reading a trace: the events, and lines that could not be read. */
+export interface TraceContents {
+  events: AgentEvent[];
+  /** 1-based line numbers that were not valid events (a torn last line after a crash, say). */
+  invalidLines: number[];
+}
+
+/** Parses JSONL text into events, keeping note of lines that are not valid events. */
+export function parseTrace(text: string): TraceContents {
+  const events: AgentEvent[] = [];
+  const invalidLines: number[] = [];
+  const lines = text.split('\n');
+  lines.forEach((line, index) => {
+    if (line.trim() === '') return;
+    try {
+      const parsed = AgentEventSchema.safeParse(JSON.parse(line));
+      if (parsed.success) events.push(parsed.data);
+      else invalidLines.push(index + 1);
+    } catch {
+      invalidLines.push(index + 1);
+    }
+  });
+  return { events, invalidLines };
+}
+
+/** Reads a trace file written by TraceWriter. Throws ENOENT as a plain Node error when missing. */
+export function readTrace(path: string): TraceContents {
+  return parseTrace(readFileSync(path, 'utf8'));
+}
+
+/** True when a file exists at `path`. */
+export function traceExists(path: string): boolean {
+  return existsSync(path);
+}

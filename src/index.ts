@@ -1,0 +1,70 @@
+/**
+ * troupe's public API. Explicit named exports only: what is not listed here
+ * is internal and may change.
+ */
+export type { ErrorCode, SerializedError } from './errors.js';
+export {
+  deserializeError,
+  ERROR_CODES,
+  errorMessage,
+  isTroupeError,
+  SerializedErrorSchema,
+  serializeError,
+  TroupeError,
+} from './errors.js';
+export type { EventBusOptions, Unsubscribe } from './events/bus.js';
+export { EventBus, waitForEvent } from './events/bus.js';
+export type {
+  AgentEvent,
+  AgentEventType,
+  AgentStatus,
+  AgentStopReason,
+  EventEnvelope,
+  EventOf,
+  EventPayload,
+  EventSink,
+  RunStatus,
+  Step,
+  UnsequencedEvent,
+} from './events/schema.js';
+export { AgentEventSchema, EVENT_TYPES, parseEvent } from './events/schema.js';
+export type { TraceContents, TraceWriterOptions } from './events/trace.js';
+export { parseTrace, readTrace, TraceWriter } from './events/trace.js';
+export type {
+  AnthropicSpec,
+  Model,
+  ModelSpec,
+  OfflineSpec,
+  OpenAISpec,
+  ScriptedSpec,
+} from './model/model.js';
+export { createModel, describeModel, ModelSpecSchema } from './model/model.js';
+export type { ScriptedCall } from './model/providers/scripted.js';
+export { ScriptedModel } from './model/providers/scripted.js';
+export type { Script, ScriptMatch, ScriptStep } from './model/script.js';
+export { ScriptSchema } from './model/script.js';
+export type {
+  AssistantMessage,
+  Message,
+  ModelCallOptions,
+  ModelRequest,
+  ModelResponse,
+  ModelStreamPart,
+  ThinkingPart,
+  ToolCall,
+  ToolMessage,
+  ToolSchema,
+  Usage,
+} from './model/types.js';
+export { addUsage, emptyUsage, MessageSchema, totalTokens } from './model/types.js';
+export type { ToolRegistryOptions, ToolResult } from './tools/registry.js';
+export { ToolRegistry } from './tools/registry.js';
+export type {
+  AnyTool,
+  ApprovalRequest,
+  PermissionTier,
+  Tool,
+  ToolContext,
+  ToolDefinition,
+} from './tools/tool.js';
+export { defineTool, PermissionTierSchema } from './tools/tool.js';
