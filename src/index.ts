@@ -2,6 +2,13 @@
  * troupe's public API. Explicit named exports only: what is not listed here
  * is internal and may change.
  */
+
+export type { AgentConfig, AgentResult, RunOptions } from './agent/agent.js';
+export { Agent } from './agent/agent.js';
+export type { BudgetState, TokenBudgetLimits } from './agent/budget.js';
+export { TokenBudget } from './agent/budget.js';
+export type { CompressionOptions } from './agent/history.js';
+export { closePendingToolCalls, estimateTokens } from './agent/history.js';
 export type { ErrorCode, SerializedError } from './errors.js';
 export {
   deserializeError,
@@ -68,3 +75,5 @@ export type {
   ToolDefinition,
 } from './tools/tool.js';
 export { defineTool, PermissionTierSchema } from './tools/tool.js';
+export { createRunId } from './util/ids.js';
+export { truncateMiddle } from './util/truncate.js';

@@ -1,0 +1,472 @@
+import { isTroupeError, type SerializedError, serializeError, TroupeError } from '../errors.js';
+import type {
+  AgentStopReason,
+  EventPayload,
+  EventSink,
+  Step,
+  UnsequencedEvent,
+} from '../events/schema.js';
+import type { Model } from '../model/model.js';
+import {
+  type AssistantMessage,
+  addUsage,
+  emptyUsage,
+  type Message,
+  type ModelResponse,
+  type ToolCall,
+  type ToolMessage,
+  type Usage,
+} from '../model/types.js';
+import { ToolRegistry, type ToolResult } from '../tools/registry.js';
+import type { ToolContext } from '../tools/tool.js';
+import { createRunId } from '../util/ids.js';
+import { truncateEnd } from '../util/truncate.js';
+import { TokenBudget, type TokenBudgetLimits } from './budget.js';
+import {
+  type CompressionOptions,
+  closePendingToolCalls,
+  estimateTokens,
+  lastAssistantText,
+  planCompression,
+  SUMMARY_PREFIX,
+  transcript,
+} from './history.js';
+import { callModel, DEFAULT_NUDGE, describeToolCalls, looksLikeFakeToolCall } from './step.js';
+
+/** How an Agent is built. Everything is fixed at construction. */
+export interface AgentConfig {
+  /** The agent's name; also its agentId unless one is given. */
+  name: string;
+  model: Model;
+  /** The tools this agent may call, already narrowed to its set. */
+  tools?: ToolRegistry | undefined;
+  /** The system prompt, injected once as the first message. */
+  system?: string | undefined;
+  /** Model calls per run before it stops with `max_steps` (default 10). */
+  maxSteps?: number | undefined;
+  budget?: TokenBudgetLimits | undefined;
+  compression?: CompressionOptions | undefined;
+  /** Where events go: the EventBus, or a worker's forwarder. */
+  events?: EventSink | undefined;
+  runId?: string | undefined;
+  agentId?: string | undefined;
+  parentId?: string | undefined;
+  role?: string | undefined;
+  /** What tools get besides their arguments (workspace, grants, output folder, approval, …). */
+  toolContext?: Partial<Omit<ToolContext, 'signal' | 'runId' | 'agentId' | 'role'>> | undefined;
+  /** The message sent once per run after a reply that fakes a tool call; `false` disables the guard. */
+  nudge?: string | false | undefined;
+  /** Stream replies and emit `model.delta` events (default true). */
+  stream?: boolean | undefined;
+  /** Drained before every model call: steering and channel messages arrive here. */
+  inbox?: (() => readonly Message[]) | undefined;
+}
+
+/** What one run produced. */
+export interface AgentResult {
+  /** The final answer, or the last thing the model said when the run stopped early. */
+  final: string;
+  steps: Step[];
+  /** The whole conversation after the run. */
+  messages: Message[];
+  /** Tokens used by this run. */
+  usage: Usage;
+  stopReason: AgentStopReason;
+  /** Set when stopReason is `error`. */
+  error?: SerializedError;
+}
+
+/** Options for one run. */
+export interface RunOptions {
+  signal?: AbortSignal | undefined;
+}
+
+const DEFAULT_MAX_STEPS = 10;
+const DEFAULT_KEEP_TURNS = 4;
+const EMPTY_REGISTRY = new ToolRegistry();
+
+const PENDING_REASONS: Record<AgentStopReason, string> = {
+  final: 'this tool call was not run.',
+  max_steps: 'this tool call was not run: the step limit was reached.',
+  budget: 'this tool call was not run: the token budget is exhausted.',
+  cancelled: 'the run was cancelled before this tool finished.',
+  error: 'this tool call was not run: the model call failed.',
+};
+
+interface RunState {
+  messages: Message[];
+  steps: Step[];
+  usage: Usage;
+  budget: TokenBudget;
+  nudged: boolean;
+  signal: AbortSignal;
+}
+
+/**
+ * The in-process ReAct loop: model → tool calls → model … until a final
+ * answer, the step limit, the budget or cancellation. No threads here: the
+ * runtime hosts Agents inside workers.
+ *
+ * History: a run works on a copy and writes it back when it ends, so a
+ * failure mid-run leaves the history as it was; a second run continues the
+ * conversation.
+ *
+ * @example
+ * const agent = new Agent({ name: 'helper', model, tools, system: 'Be brief.' });
+ * agent.onStep = (step) => console.log(step.kind, step.detail);
+ * const { final } = await agent.run('What is in notes.md?');
+ */
+export class Agent {
+  readonly name: string;
+  readonly agentId: string;
+  readonly runId: string;
+
+  /** After each model reply. */
+  onThink?:
+    | ((content: string, toolCalls: ToolCall[], thinking: string | undefined) => void)
+    | undefined;
+  /** After each tool call, with its result. */
+  onToolCall?: ((toolCall: ToolCall, result: ToolResult) => void) | undefined;
+  /** After each tool call, with its name and arguments. */
+  onToolResult?: ((name: string, args: unknown, result: ToolResult) => void) | undefined;
+  /** After each step. */
+  onStep?: ((step: Step) => void) | undefined;
+  /** Every event this agent emits, before the bus stamps it. */
+  onEvent?: ((event: UnsequencedEvent) => void) | undefined;
+
+  readonly #config: AgentConfig;
+  readonly #tools: ToolRegistry;
+  readonly #maxSteps: number;
+  #history: Message[] = [];
+  #running = false;
+
+  constructor(config: AgentConfig) {
+    const maxSteps = config.maxSteps ?? DEFAULT_MAX_STEPS;
+    if (!Number.isInteger(maxSteps) || maxSteps < 1) {
+      throw new TroupeError(
+        'usage.invalid_option',
+        `maxSteps must be a whole number of at least 1, got ${maxSteps}.`,
+      );
+    }
+    if (config.compression !== undefined && !(config.compression.maxTokens > 0)) {
+      throw new TroupeError('usage.invalid_option', 'compression.maxTokens must be positive.');
+    }
+    // Validate the limits now, not on the first run.
+    new TokenBudget(config.budget);
+    this.#config = config;
+    this.name = config.name;
+    this.agentId = config.agentId ?? config.name;
+    this.runId = config.runId ?? createRunId();
+    this.#tools = config.tools ?? EMPTY_REGISTRY;
+    this.#maxSteps = maxSteps;
+  }
+
+  /** The conversation so far (a copy). */
+  get history(): readonly Message[] {
+    return [...this.#history];
+  }
+
+  /** Replaces the conversation (empty by default). */
+  resetHistory(messages: readonly Message[] = []): void {
+    this.#history = [...messages];
+  }
+
+  /** Runs on the agent's own history and writes it back when the run ends (not on `error`). */
+  async run(input: string, options: RunOptions = {}): Promise<AgentResult> {
+    this.#enter();
+    try {
+      const result = await this.#loop(this.#history, input, options.signal);
+      if (result.stopReason !== 'error') this.#history = result.messages;
+      return result;
+    } finally {
+      this.#running = false;
+    }
+  }
+
+  /** Runs on a history the caller owns; the agent keeps nothing, so one instance serves many conversations. */
+  async chat(
+    input: string,
+    messages: readonly Message[] = [],
+    options: RunOptions = {},
+  ): Promise<AgentResult> {
+    return this.#loop(messages, input, options.signal);
+  }
+
+  #enter(): void {
+    if (this.#running) {
+      throw new TroupeError(
+        'usage.invalid_option',
+        `Agent ${this.name} is already running; wait for its run to end, or use chat() for separate conversations.`,
+      );
+    }
+    this.#running = true;
+  }
+
+  async #loop(
+    history: readonly Message[],
+    input: string,
+    signal: AbortSignal = new AbortController().signal,
+  ): Promise<AgentResult> {
+    const messages = [...history];
+    const { system } = this.#config;
+    if (system !== undefined && messages[0]?.role !== 'system') {
+      messages.unshift({ role: 'system', content: system });
+    }
+    messages.push({ role: 'user', content: input });
+    const state: RunState = {
+      messages,
+      steps: [],
+      usage: emptyUsage(),
+      budget: new TokenBudget(this.#config.budget),
+      nudged: false,
+      signal,
+    };
+
+    for (let index = 0; ; index += 1) {
+      if (signal.aborted) return this.#stop(state, 'cancelled');
+      if (index >= this.#maxSteps) {
+        this.#step(state, 'error', `Reached the step limit of ${this.#maxSteps} model calls.`);
+        return this.#stop(state, 'max_steps');
+      }
+      const inbox = this.#config.inbox?.() ?? [];
+      state.messages.push(...inbox);
+
+      let response: ModelResponse;
+      try {
+        await this.#maybeCompress(state);
+        response = await this.#callModel(state, index);
+      } catch (error) {
+        if (signal.aborted || isTroupeError(error, 'cancelled')) {
+          return this.#stop(state, 'cancelled');
+        }
+        const serialized = serializeError(error);
+        this.#step(state, 'error', serialized.message);
+        return this.#stop(state, 'error', serialized);
+      }
+
+      const assistant: AssistantMessage = { role: 'assistant', content: response.content };
+      if (response.toolCalls.length > 0) assistant.toolCalls = response.toolCalls;
+      if (response.thinking !== undefined) assistant.thinking = response.thinking;
+      if (response.thinkingParts !== undefined) assistant.thinkingParts = response.thinkingParts;
+      state.messages.push(assistant);
+
+      const budgetStop = this.#recordUsage(state, response.usage);
+
+      if (response.toolCalls.length === 0) {
+        if (this.#shouldNudge(state, response.content)) continue;
+        this.#step(state, 'final', truncateEnd(response.content, 300));
+        return this.#stop(state, 'final');
+      }
+      if (budgetStop) return this.#stop(state, 'budget');
+
+      await this.#runTools(state, response.toolCalls);
+      this.#step(state, 'tool_call', describeToolCalls(response.toolCalls));
+      if (signal.aborted) return this.#stop(state, 'cancelled');
+    }
+  }
+
+  async #callModel(state: RunState, index: number): Promise<ModelResponse> {
+    const tools = this.#tools.schemas();
+    this.#emit({
+      type: 'model.request',
+      step: index,
+      messages: state.messages.length,
+      tools: tools.length,
+    });
+    const response = await callModel(
+      this.#config.model,
+      {
+        messages: state.messages,
+        ...(tools.length > 0 ? { tools } : {}),
+        caller: { name: this.name, role: this.#config.role },
+      },
+      {
+        stream: this.#config.stream ?? true,
+        signal: state.signal,
+        onDelta: (delta) => this.#emit({ type: 'model.delta', kind: delta.kind, text: delta.text }),
+      },
+    );
+    this.#emit({
+      type: 'model.response',
+      content: response.content,
+      toolCalls: response.toolCalls,
+      ...(response.thinking === undefined ? {} : { thinking: response.thinking }),
+      usage: response.usage,
+      stopReason: response.stopReason,
+    });
+    return response;
+  }
+
+  // Returns true when the hard limit is reached.
+  #recordUsage(state: RunState, usage: Usage): boolean {
+    state.usage = addUsage(state.usage, usage);
+    const budgetState = state.budget.record(usage);
+    const { soft, hard, used } = state.budget;
+    if (budgetState === 'warning' && soft !== undefined) {
+      this.#emit({ type: 'budget.warning', scope: 'agent', metric: 'tokens', used, limit: soft });
+    }
+    if (budgetState === 'exceeded' && hard !== undefined) {
+      this.#emit({ type: 'budget.exceeded', scope: 'agent', metric: 'tokens', used, limit: hard });
+      this.#step(state, 'error', `Token budget exhausted: ${used} of ${hard} tokens used.`);
+      return true;
+    }
+    return false;
+  }
+
+  #shouldNudge(state: RunState, content: string): boolean {
+    const nudge = this.#config.nudge ?? DEFAULT_NUDGE;
+    if (nudge === false || state.nudged || this.#tools.size === 0) return false;
+    if (!looksLikeFakeToolCall(content, this.#tools.names)) return false;
+    state.nudged = true;
+    this.#emit({
+      type: 'agent.nudged',
+      reason: 'The reply described a tool call without making one.',
+    });
+    state.messages.push({ role: 'user', content: nudge });
+    return true;
+  }
+
+  async #runTools(state: RunState, toolCalls: readonly ToolCall[]): Promise<void> {
+    const context: ToolContext = {
+      workspace: process.cwd(),
+      grants: [],
+      ...this.#config.toolContext,
+      signal: state.signal,
+      runId: this.runId,
+      agentId: this.agentId,
+      role: this.#config.role,
+    };
+    for (const call of toolCalls) {
+      this.#emit({ type: 'tool.call', callId: call.id, name: call.name, input: call.arguments });
+    }
+    // Calls of one turn run concurrently; results go back in the order the model asked.
+    const results = await Promise.all(
+      toolCalls.map(async (call) => {
+        const started = performance.now();
+        const result = await this.#tools.call(call, context);
+        this.#emit({
+          type: 'tool.result',
+          callId: call.id,
+          name: call.name,
+          ok: result.ok,
+          content: result.content,
+          ...(result.ok ? {} : { error: result.error }),
+          durationMs: Math.max(0, performance.now() - started),
+        });
+        this.#hook('onToolResult', () => this.onToolResult?.(call.name, call.arguments, result));
+        this.#hook('onToolCall', () => this.onToolCall?.(call, result));
+        return result;
+      }),
+    );
+    toolCalls.forEach((call, position) => {
+      const result = results[position] as ToolResult;
+      const message: ToolMessage = {
+        role: 'tool',
+        toolCallId: call.id,
+        name: call.name,
+        content: result.content,
+      };
+      if (!result.ok) message.isError = true;
+      state.messages.push(message);
+    });
+  }
+
+  async #maybeCompress(state: RunState): Promise<void> {
+    const options = this.#config.compression;
+    if (options === undefined) return;
+    const beforeTokens = estimateTokens(state.messages);
+    if (beforeTokens <= options.maxTokens) return;
+    const plan = planCompression(state.messages, options.keepTurns ?? DEFAULT_KEEP_TURNS);
+    if (plan === undefined) return;
+    const summary = await (
+      options.summarize ?? ((middle, signal) => this.#summarize(state, middle, signal))
+    )(plan.middle, state.signal);
+    const beforeMessages = state.messages.length;
+    state.messages = [
+      ...plan.head,
+      { role: 'user', content: `${SUMMARY_PREFIX}\n${summary}` },
+      ...plan.tail,
+    ];
+    this.#emit({
+      type: 'history.compressed',
+      beforeMessages,
+      afterMessages: state.messages.length,
+      beforeTokens,
+      afterTokens: estimateTokens(state.messages),
+    });
+  }
+
+  // The default summarizer: one call to the agent's own model, without tools.
+  async #summarize(state: RunState, middle: Message[], signal: AbortSignal): Promise<string> {
+    const response = await this.#config.model.complete(
+      {
+        messages: [
+          {
+            role: 'system',
+            content:
+              'Summarize this part of an agent conversation for the agent itself: keep facts found, decisions, file names, numbers and open questions. Be concise.',
+          },
+          { role: 'user', content: transcript(middle) },
+        ],
+        caller: { name: this.name, role: this.#config.role },
+      },
+      { signal },
+    );
+    this.#recordUsage(state, response.usage);
+    return response.content;
+  }
+
+  #step(state: RunState, kind: Step['kind'], detail: string): void {
+    const step: Step = { index: state.steps.length, kind, detail };
+    state.steps.push(step);
+    this.#emit({ type: 'step', step });
+  }
+
+  #stop(state: RunState, stopReason: AgentStopReason, error?: SerializedError): AgentResult {
+    // Whatever ended the run, every tool call in the history gets an answer, so
+    // the conversation stays valid for any provider when it continues.
+    const messages = closePendingToolCalls(state.messages, PENDING_REASONS[stopReason]);
+    const result: AgentResult = {
+      final: lastAssistantText(messages),
+      steps: state.steps,
+      messages,
+      usage: state.usage,
+      stopReason,
+    };
+    if (error !== undefined) result.error = error;
+    return result;
+  }
+
+  #emit(payload: EventPayload): void {
+    const { runId, agentId } = this;
+    const { parentId, role } = this.#config;
+    const event = {
+      v: 1,
+      ts: Date.now(),
+      runId,
+      agentId,
+      ...(parentId === undefined ? {} : { parentId }),
+      ...(role === undefined ? {} : { role }),
+      ...payload,
+    } as UnsequencedEvent;
+    this.#config.events?.emit(event);
+    if (payload.type === 'callback.error') return;
+    this.#hook('onEvent', () => this.onEvent?.(event));
+    if (payload.type === 'model.response') {
+      this.#hook('onThink', () =>
+        this.onThink?.(payload.content, payload.toolCalls, payload.thinking),
+      );
+    } else if (payload.type === 'step') {
+      this.#hook('onStep', () => this.onStep?.(payload.step));
+    }
+  }
+
+  // A hook that throws is reported as a callback.error event; the loop goes on.
+  #hook(name: string, call: () => void): void {
+    try {
+      call();
+    } catch (error) {
+      this.#emit({ type: 'callback.error', callback: name, error: serializeError(error) });
+    }
+  }
+}
