@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { TroupeError } from '../errors.js';
+import { OfflineModel } from './providers/offline.js';
 import { ScriptedModel } from './providers/scripted.js';
 import { ScriptSchema } from './script.js';
 import type { ModelCallOptions, ModelRequest, ModelResponse, ModelStreamPart } from './types.js';
@@ -37,7 +38,13 @@ export const AnthropicSpecSchema = z
     apiKeyEnv: z.string().min(1).optional(),
     headers: HeadersSchema.optional(),
     /** Extended thinking with this many budget tokens (at least 1024, below maxTokens). */
-    thinking: z.object({ budgetTokens: z.number().int().min(1024) }).optional(),
+    thinking: z
+      .object({
+        budgetTokens: z.number().int().min(1024),
+        /** Send `{type: 'adaptive'}` (required by newer Claude models) instead of a fixed budget. */
+        adaptive: z.boolean().optional(),
+      })
+      .optional(),
     temperature: z.number().min(0).max(1).optional(),
     /** `max_tokens`, always sent; default 4096. */
     maxTokens: z.number().int().positive().optional(),
@@ -101,6 +108,8 @@ export function createModel(spec: ModelSpec, env: NodeJS.ProcessEnv = process.en
   switch (data.provider) {
     case 'scripted':
       return new ScriptedModel(data.script);
+    case 'offline':
+      return new OfflineModel(data, env);
     default:
       void env;
       throw new TroupeError(
