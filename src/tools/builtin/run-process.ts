@@ -1,0 +1,279 @@
+import { spawn } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
+import path from 'node:path';
+import { errorMessage, TroupeError } from '../../errors.js';
+import { bwrapArgs, type OsSandboxOptions, requireSandbox } from '../os-sandbox.js';
+import { isInside } from '../sandbox.js';
+import { scrubEnv } from '../scrub-env.js';
+import type { ToolContext } from '../tool.js';
+
+/**
+ * Child processes for the exec tools: no shell ever, a process group killed
+ * on timeout, abort or too much output, and the OS sandbox unless the
+ * context opted out.
+ */
+
+/** What to run. */
+export interface RunProcessOptions {
+  /** Absolute path of the program. */
+  file: string;
+  args: readonly string[];
+  cwd: string;
+  env: Readonly<Record<string, string>>;
+  /** Killed after this long (milliseconds). */
+  timeoutMs: number;
+  /** stdout plus stderr beyond this many bytes is dropped and the process killed. */
+  maxOutputBytes: number;
+  signal: AbortSignal;
+  /** Written to stdin, which is then closed (default: stdin closed at once). */
+  input?: string;
+}
+
+/** How a child process ended. */
+export interface ProcessResult {
+  /** Exit code, or null when killed by a signal. */
+  exitCode: number | null;
+  /** The signal that ended it, if any. */
+  signalName: string | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+  /** True when output passed `maxOutputBytes` and the process was stopped. */
+  outputCapped: boolean;
+}
+
+/**
+ * Runs a program without a shell in its own process group. Resolves with
+ * the outcome (also on timeout and cap); rejects only when it cannot start
+ * or `signal` aborts.
+ */
+export function runProcess(options: RunProcessOptions): Promise<ProcessResult> {
+  options.signal.throwIfAborted();
+  return new Promise((resolve, reject) => {
+    const child = spawn(options.file, [...options.args], {
+      cwd: options.cwd,
+      env: { ...options.env },
+      shell: false,
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      windowsHide: true,
+    });
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    let bytes = 0;
+    let timedOut = false;
+    let outputCapped = false;
+    let aborted = false;
+    let exited = false;
+    let settled = false;
+
+    const killGroup = (): void => {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        child.kill('SIGKILL');
+      }
+    };
+    const finish = (exitCode: number | null, signalName: string | null): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      options.signal.removeEventListener('abort', onAbort);
+      if (aborted) {
+        reject(options.signal.reason);
+        return;
+      }
+      resolve({
+        exitCode,
+        signalName,
+        stdout: decode(stdout),
+        stderr: decode(stderr),
+        timedOut,
+        outputCapped,
+      });
+    };
+    // Stop: kill the whole group, and stop waiting for pipes a stray grandchild may hold.
+    const stop = (): void => {
+      killGroup();
+      child.stdout.destroy();
+      child.stderr.destroy();
+      if (exited) finish(child.exitCode, child.signalCode);
+    };
+    const onAbort = (): void => {
+      aborted = true;
+      stop();
+    };
+    const collect = (sink: Buffer[]) => (chunk: Buffer) => {
+      if (outputCapped) return;
+      const room = options.maxOutputBytes - bytes;
+      if (chunk.length > room) {
+        sink.push(chunk.subarray(0, Math.max(0, room)));
+        bytes = options.maxOutputBytes;
+        outputCapped = true;
+        stop();
+        return;
+      }
+      sink.push(chunk);
+      bytes += chunk.length;
+    };
+
+    const timer = setTimeout(() => {
+      timedOut = true;
+      stop();
+    }, options.timeoutMs);
+    options.signal.addEventListener('abort', onAbort, { once: true });
+    child.stdout.on('data', collect(stdout));
+    child.stderr.on('data', collect(stderr));
+    child.stdin.on('error', () => {
+      // The child may exit without reading its input (EPIPE); its exit status tells the story.
+    });
+    child.stdin.end(options.input ?? '');
+    child.on('error', (error) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      options.signal.removeEventListener('abort', onAbort);
+      reject(
+        new TroupeError(
+          'tool.failed',
+          `Could not start ${path.basename(options.file)}: ${errorMessage(error)}`,
+          {
+            cause: error,
+          },
+        ),
+      );
+    });
+    child.on('exit', (code, signalName) => {
+      exited = true;
+      if (timedOut || outputCapped || aborted) finish(code, signalName);
+    });
+    child.on('close', (code, signalName) => finish(code, signalName));
+  });
+}
+
+function decode(chunks: Buffer[]): string {
+  return new TextDecoder('utf-8', { fatal: false }).decode(Buffer.concat(chunks));
+}
+
+/**
+ * Finds `name` on the PATH of `env` as an absolute executable path, skipping
+ * relative PATH entries and folders inside the workspace (a program the
+ * model wrote there must not stand in for `ls`). Undefined when not found.
+ */
+export function resolveProgram(
+  name: string,
+  env: Readonly<Record<string, string | undefined>>,
+  workspace: string,
+): string | undefined {
+  const directories = (env['PATH'] ?? '/usr/local/bin:/usr/bin:/bin').split(path.delimiter);
+  for (const directory of directories) {
+    if (!path.isAbsolute(directory) || isInside(workspace, path.resolve(directory))) continue;
+    const candidate = path.join(directory, name);
+    try {
+      accessSync(candidate, constants.X_OK);
+      if (statSync(candidate).isFile()) return candidate;
+    } catch {
+      // Not here; try the next folder.
+    }
+  }
+  return undefined;
+}
+
+/** What an exec tool runs. */
+export interface ExecRequest {
+  /** Tool name, for messages. */
+  tool: string;
+  /** Program name (looked up on PATH) or absolute path. */
+  program: string;
+  args: readonly string[];
+  /** Absolute real working directory inside the workspace. */
+  cwd: string;
+  /** Absolute real path of the workspace. */
+  workspace: string;
+  timeoutMs: number;
+  maxOutputBytes: number;
+  input?: string;
+  /** Variables set in the child after scrubbing. */
+  setEnv?: Readonly<Record<string, string>>;
+  /** More variable names passed through the scrub. */
+  passEnv?: readonly string[];
+  sandbox?: OsSandboxOptions;
+}
+
+/**
+ * Runs an exec tool's program: with a scrubbed environment, under
+ * bubblewrap (network only with the network tier), or directly when
+ * `context.unsafeNoSandbox` is set. Refuses with `sandbox.unavailable` when
+ * the sandbox cannot start and there is no opt-out.
+ */
+export async function runExec(request: ExecRequest, context: ToolContext): Promise<ProcessResult> {
+  const env = scrubEnv(context.env ?? process.env, {
+    ...(request.passEnv === undefined ? {} : { passEnv: request.passEnv }),
+    set: { TMPDIR: '/tmp', ...request.setEnv },
+  });
+  const file = path.isAbsolute(request.program)
+    ? request.program
+    : resolveProgram(request.program, env, request.workspace);
+  if (file === undefined) {
+    throw new TroupeError(
+      'tool.failed',
+      `${request.program} is not installed on this machine (not found on PATH), so ${request.tool} cannot run it.`,
+      { details: { program: request.program, notFound: true } },
+    );
+  }
+  const common = {
+    cwd: request.cwd,
+    timeoutMs: request.timeoutMs,
+    maxOutputBytes: request.maxOutputBytes,
+    signal: context.signal,
+    ...(request.input === undefined ? {} : { input: request.input }),
+  };
+  if (context.unsafeNoSandbox === true) {
+    return runProcess({ ...common, file, args: request.args, env });
+  }
+  const bwrap = await requireSandbox(request.tool, request.sandbox);
+  const args = bwrapArgs({
+    program: file,
+    args: request.args,
+    workspace: request.workspace,
+    cwd: request.cwd,
+    env,
+    allowNetwork: context.grants.includes('network'),
+  });
+  // bwrap itself gets the scrubbed environment too: inside the sandbox it is PID 1,
+  // and its /proc/1/environ is readable by the child.
+  return runProcess({ ...common, file: bwrap, args, env });
+}
+
+/** Renders a finished process for the model; throws for failures (non-zero exit, timeout). */
+export function describeProcessResult(
+  commandLine: string,
+  result: ProcessResult,
+  timeoutMs: number,
+): string {
+  const sections: string[] = [];
+  if (result.stdout !== '') sections.push(`stdout:\n${result.stdout.trimEnd()}`);
+  if (result.stderr !== '') sections.push(`stderr:\n${result.stderr.trimEnd()}`);
+  if (result.outputCapped) {
+    sections.push(
+      '[output cap reached: the process was stopped and the rest of its output dropped]',
+    );
+  }
+  const body = sections.join('\n\n') || '(no output)';
+  if (result.timedOut) {
+    throw new TroupeError(
+      'tool.timeout',
+      `${commandLine} did not finish within ${timeoutMs} ms and was killed. Try a smaller job or a larger timeoutMs.\n${body}`,
+    );
+  }
+  if (result.exitCode !== 0 && !result.outputCapped) {
+    const how =
+      result.exitCode === null
+        ? `was killed by ${result.signalName}`
+        : `exited with code ${result.exitCode}`;
+    throw new TroupeError('tool.failed', `${commandLine} ${how}.\n${body}`, {
+      details: { exitCode: result.exitCode },
+    });
+  }
+  return body;
+}

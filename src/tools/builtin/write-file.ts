@@ -1,0 +1,128 @@
+import { lstat, mkdir, realpath } from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import { errorMessage, TroupeError } from '../../errors.js';
+import { isInside, type PathScope, resolveInScope, showPath } from '../sandbox.js';
+import { defineTool, type Tool, type ToolContext } from '../tool.js';
+import { requireApproval } from './approval.js';
+import { type AtomicWriteIo, nodeAtomicWriteIo, writeFileAtomic } from './atomic-write.js';
+import { formatBytes } from './read-file.js';
+
+/** Options for the write_file tool. */
+export interface WriteFileToolOptions {
+  /** File operations (a seam for tests; default the real file system). */
+  io?: AtomicWriteIo;
+}
+
+/** The write_file tool's parameters. */
+export const WriteFileInputSchema = z.object({
+  path: z
+    .string()
+    .min(1)
+    .max(4_096)
+    .describe(
+      'File path relative to the workspace root (or to the output folder, when writes are confined to it).',
+    ),
+  content: z.string().max(5_000_000).describe('The complete new content of the file (UTF-8).'),
+});
+export type WriteFileInput = z.infer<typeof WriteFileInputSchema>;
+
+/**
+ * Creates `write_file` (tier write): writes a whole UTF-8 file atomically,
+ * keeping the previous version as `<file>.bak`. Paths are relative to
+ * `context.outputDir` when it is set (and confined to it), else to the
+ * workspace. Parent folders are created inside that area only. Under
+ * `--approve`, writes outside the output folder ask first.
+ */
+export function createWriteFileTool(
+  options: WriteFileToolOptions = {},
+): Tool<WriteFileInput, string> {
+  const io = options.io ?? nodeAtomicWriteIo;
+  return defineTool({
+    name: 'write_file',
+    description:
+      'Writes a complete text file (creating parent folders) and reports the bytes written. An existing file is replaced atomically and its previous version kept as <file>.bak. Paths are relative to the area you may write to.',
+    parameters: WriteFileInputSchema,
+    tiers: ['write'],
+    execute: async (input, context) => {
+      const scope = await writeScope(context);
+      const label = scope.label ?? 'the workspace';
+      if (/[/\\]$/.test(input.path)) {
+        throw new TroupeError(
+          'tool.refused',
+          `Path ${showPath(input.path)} ends with a separator; give a file name such as "notes/a.md".`,
+        );
+      }
+      const target = await resolveInScope(scope, input.path);
+      if (target.relative === '.') {
+        throw new TroupeError(
+          'tool.refused',
+          `Path ${showPath(input.path)} is the root of ${label} itself; a file cannot replace it. Give a file path inside it, such as "notes/a.md".`,
+        );
+      }
+      if (target.exists) {
+        const stats = await lstat(target.absolute);
+        if (!stats.isFile()) {
+          throw new TroupeError(
+            'tool.refused',
+            `${showPath(target.relative)} exists and is ${stats.isDirectory() ? 'a folder' : 'not a regular file'}; write_file only replaces regular files.`,
+          );
+        }
+      }
+      const bytes = Buffer.byteLength(input.content, 'utf8');
+      if (context.outputDir === undefined) {
+        await requireApproval(
+          context,
+          'write_file',
+          `write ${target.relative} (${formatBytes(bytes)})`,
+        );
+      }
+      await makeParents(target.absolute, target.root, label);
+      try {
+        const written = await writeFileAtomic(target.absolute, input.content, io);
+        const kept =
+          written.backup === undefined ? '' : ` (previous version kept as ${target.relative}.bak)`;
+        const where = context.outputDir === undefined ? '' : ' in the output folder';
+        return `Wrote ${written.bytes.toLocaleString('en-US')} bytes to ${target.relative}${where}${kept}.`;
+      } catch (error) {
+        throw new TroupeError(
+          'tool.failed',
+          `Could not write ${target.relative}: ${errorMessage(error)}. ${target.exists ? 'The previous version is unchanged.' : 'Nothing was written.'}`,
+          { cause: error },
+        );
+      }
+    },
+  });
+}
+
+async function writeScope(context: ToolContext): Promise<PathScope> {
+  if (context.outputDir === undefined) return { root: context.workspace };
+  // The run's output folder is the one area this agent may write to; it may not exist yet.
+  await mkdir(context.outputDir, { recursive: true });
+  return { root: context.outputDir, label: 'the output folder' };
+}
+
+// Creates missing parent folders, then checks their real path again: a folder swapped for a
+// symlink between the check and the write must not carry the write outside.
+async function makeParents(target: string, root: string, label: string): Promise<void> {
+  const parent = path.dirname(target);
+  try {
+    await mkdir(parent, { recursive: true });
+  } catch (error) {
+    throw new TroupeError(
+      'tool.failed',
+      `Could not create the folder ${showPath(path.relative(root, parent))}: ${errorMessage(error)}.`,
+      { cause: error },
+    );
+  }
+  const real = await realpath(parent);
+  if (!isInside(root, real)) {
+    throw new TroupeError(
+      'sandbox.escape',
+      `The folder of the target leads outside ${label}; refused.`,
+    );
+  }
+}
+
+/** The `write_file` tool with default options. */
+export const writeFileTool: Tool<WriteFileInput, string> = createWriteFileTool();
