@@ -1,0 +1,215 @@
+/**
+ * The CLI's only contact with a terminal: a small output interface (so
+ * renderers are tested with a fake), ANSI helpers, display-width cutting, and
+ * a frame writer that redraws a block of lines in place.
+ */
+
+/** Where the CLI writes: stdout or stderr of a real terminal, or a fake in tests. */
+export interface TerminalOutput {
+  write(text: string): void;
+  /** True when the other end is a terminal that understands cursor movement. */
+  readonly isTTY: boolean;
+  /** Width in columns (default 80 when unknown). */
+  readonly columns?: number | undefined;
+  /** Height in rows (default 24 when unknown). */
+  readonly rows?: number | undefined;
+}
+
+/** Wraps a Node stream (process.stdout, process.stderr) as a TerminalOutput. */
+export function createTerminalOutput(
+  stream: NodeJS.WritableStream & {
+    isTTY?: boolean;
+    columns?: number;
+    rows?: number;
+  },
+): TerminalOutput {
+  return {
+    write: (text) => {
+      stream.write(text);
+    },
+    get isTTY() {
+      return stream.isTTY === true;
+    },
+    get columns() {
+      return stream.columns;
+    },
+    get rows() {
+      return stream.rows;
+    },
+  };
+}
+
+/** True when colour and cursor control should be used: a TTY, NO_COLOR unset, TERM not dumb. */
+export function supportsColor(output: TerminalOutput, env: NodeJS.ProcessEnv): boolean {
+  const noColor = env['NO_COLOR'];
+  return output.isTTY && (noColor === undefined || noColor === '') && env['TERM'] !== 'dumb';
+}
+
+/** ANSI styles; each is the identity when colour is off. */
+export interface Palette {
+  dim(text: string): string;
+  bold(text: string): string;
+  red(text: string): string;
+  green(text: string): string;
+  yellow(text: string): string;
+  cyan(text: string): string;
+  magenta(text: string): string;
+}
+
+const style =
+  (open: number, close: number) =>
+  (text: string): string =>
+    `\u001b[${open}m${text}\u001b[${close}m`;
+
+/** A palette that colours when `enabled`, and leaves text alone otherwise. */
+export function createPalette(enabled: boolean): Palette {
+  if (!enabled) {
+    const same = (text: string): string => text;
+    return {
+      dim: same,
+      bold: same,
+      red: same,
+      green: same,
+      yellow: same,
+      cyan: same,
+      magenta: same,
+    };
+  }
+  return {
+    dim: style(2, 22),
+    bold: style(1, 22),
+    red: style(31, 39),
+    green: style(32, 39),
+    yellow: style(33, 39),
+    cyan: style(36, 39),
+    magenta: style(35, 39),
+  };
+}
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching ANSI escapes is the point.
+const ANSI = /\u001b\[[0-9;?]*[A-Za-z]/g;
+
+/** Removes ANSI escape sequences. */
+export function stripAnsi(text: string): string {
+  return text.replace(ANSI, '');
+}
+
+function charWidth(codePoint: number): number {
+  if (codePoint === 0xfe0f || codePoint === 0x200d) return 0;
+  if (codePoint >= 0x0300 && codePoint <= 0x036f) return 0;
+  if (
+    (codePoint >= 0x1100 && codePoint <= 0x115f) ||
+    (codePoint >= 0x2e80 && codePoint <= 0xa4cf) ||
+    (codePoint >= 0xac00 && codePoint <= 0xd7a3) ||
+    (codePoint >= 0xf900 && codePoint <= 0xfaff) ||
+    (codePoint >= 0xfe30 && codePoint <= 0xfe4f) ||
+    (codePoint >= 0xff00 && codePoint <= 0xff60) ||
+    (codePoint >= 0x1f300 && codePoint <= 0x1faff) ||
+    codePoint === 0x2705 ||
+    codePoint === 0x274c ||
+    codePoint === 0x23f1
+  ) {
+    return 2;
+  }
+  return 1;
+}
+
+/** Columns a string takes on screen (ANSI ignored, wide characters and emoji count 2). */
+export function displayWidth(text: string): number {
+  let width = 0;
+  for (const char of stripAnsi(text)) width += charWidth(char.codePointAt(0) ?? 0);
+  return width;
+}
+
+/**
+ * Cuts `text` to at most `width` columns, with an ellipsis when cut. ANSI
+ * sequences are kept (they take no room) and styles are reset after a cut.
+ */
+export function cutToWidth(text: string, width: number): string {
+  if (displayWidth(text) <= width) return text;
+  if (width <= 0) return '';
+  let out = '';
+  let used = 0;
+  let index = 0;
+  let hadAnsi = false;
+  while (index < text.length) {
+    ANSI.lastIndex = index;
+    const match = ANSI.exec(text);
+    if (match !== null && match.index === index) {
+      out += match[0];
+      hadAnsi = true;
+      index += match[0].length;
+      continue;
+    }
+    const char = String.fromCodePoint(text.codePointAt(index) ?? 32);
+    const charColumns = charWidth(char.codePointAt(0) ?? 32);
+    if (used + charColumns > width - 1) break;
+    out += char;
+    used += charColumns;
+    index += char.length;
+  }
+  return `${out}…${hadAnsi ? '\u001b[0m' : ''}`;
+}
+
+/** Pads `text` with spaces to `width` columns (never cuts). */
+export function padToWidth(text: string, width: number): string {
+  const missing = width - displayWidth(text);
+  return missing > 0 ? `${text}${' '.repeat(missing)}` : text;
+}
+
+/** One line of text from anything: whitespace runs (newlines included) become one space. */
+export function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+/** Cuts to `maxChars` characters with an ellipsis (for fixed-length layouts such as chat). */
+export function cutChars(text: string, maxChars: number): string {
+  const chars = [...text];
+  return chars.length <= maxChars ? text : `${chars.slice(0, maxChars - 1).join('')}…`;
+}
+
+const HIDE_CURSOR = '\u001b[?25l';
+const SHOW_CURSOR = '\u001b[?25h';
+const CLEAR_LINE_END = '\u001b[K';
+const CLEAR_BELOW = '\u001b[J';
+
+/**
+ * Redraws a block of lines in place on a TTY: each frame moves the cursor back
+ * to the top of the previous one and overwrites it, so the terminal's
+ * scrollback keeps only the final frame. Lines are cut to the width so that
+ * no line wraps (a wrapped line would break the cursor arithmetic).
+ */
+export class FrameWriter {
+  readonly #output: TerminalOutput;
+  #height = 0;
+  #cursorHidden = false;
+
+  constructor(output: TerminalOutput) {
+    this.#output = output;
+  }
+
+  /** Replaces the previous frame with `lines`. */
+  render(lines: readonly string[]): void {
+    const width = Math.max((this.#output.columns ?? 80) - 1, 1);
+    let text = this.#cursorHidden ? '' : HIDE_CURSOR;
+    this.#cursorHidden = true;
+    if (this.#height > 0) text += `\u001b[${this.#height}F`;
+    for (const line of lines) text += `${cutToWidth(line, width)}${CLEAR_LINE_END}\n`;
+    text += CLEAR_BELOW;
+    this.#height = lines.length;
+    this.#output.write(text);
+  }
+
+  /** Erases the current frame. */
+  clear(): void {
+    if (this.#height > 0) this.#output.write(`\u001b[${this.#height}F${CLEAR_BELOW}`);
+    this.#height = 0;
+  }
+
+  /** Leaves the last frame on screen and shows the cursor again. Safe to call twice. */
+  done(): void {
+    if (this.#cursorHidden) this.#output.write(SHOW_CURSOR);
+    this.#cursorHidden = false;
+    this.#height = 0;
+  }
+}
