@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { TroupeError } from '../errors.js';
+import { AnthropicModel } from './providers/anthropic.js';
 import { OfflineModel } from './providers/offline.js';
+import { OpenAIModel } from './providers/openai.js';
 import { ScriptedModel } from './providers/scripted.js';
 import { ScriptSchema } from './script.js';
 import type { ModelCallOptions, ModelRequest, ModelResponse, ModelStreamPart } from './types.js';
@@ -108,14 +110,12 @@ export function createModel(spec: ModelSpec, env: NodeJS.ProcessEnv = process.en
   switch (data.provider) {
     case 'scripted':
       return new ScriptedModel(data.script);
+    case 'openai':
+      return new OpenAIModel(data, env);
+    case 'anthropic':
+      return new AnthropicModel(data, env);
     case 'offline':
       return new OfflineModel(data, env);
-    default:
-      void env;
-      throw new TroupeError(
-        'usage.invalid_option',
-        `The ${data.provider} provider is not available in this build.`,
-      );
   }
 }
 
