@@ -1,0 +1,261 @@
+import { z } from 'zod';
+import type { TokenBudgetLimits } from '../agent/budget.js';
+import { TroupeError } from '../errors.js';
+import type { ModelSpec } from '../model/model.js';
+import { type AnyChannel, publishToolName, toChannelSpec } from '../runtime/channel.js';
+import type { MailboxOptions } from '../runtime/mailbox.js';
+import type { RoleSpec } from '../runtime/protocol.js';
+import { toolJsonSchema } from '../tools/tool.js';
+
+/** Role names become actor ids (`researcher-1`): lowercase letters, digits, `_` and `-`. */
+export const ROLE_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,39}$/;
+
+/**
+ * What a supervisor does when an actor of the role fails transiently (a 429,
+ * a 5xx, a lost connection, a crashed thread): retry with backoff, or fail fast.
+ */
+export interface RetryPolicy {
+  /** Retries after the first attempt; 0 fails fast. */
+  maxRetries: number;
+  /** Wait before the first retry, doubled for each next one, in milliseconds (default 1,000). */
+  backoffMs?: number | undefined;
+  /** Longest wait between retries, in milliseconds (default 30,000). */
+  maxBackoffMs?: number | undefined;
+  /**
+   * More than this many restarts among one parent's children within
+   * `periodMs` stops retrying and escalates the failure to the parent, as an
+   * Erlang supervisor does (default 5).
+   */
+  maxRestarts?: number | undefined;
+  /** The window of `maxRestarts`, in milliseconds (default 60,000). */
+  periodMs?: number | undefined;
+}
+
+/** The retry policy of a role that names none. */
+export const DEFAULT_RETRY: Readonly<RetryPolicy> = Object.freeze({
+  maxRetries: 2,
+  backoffMs: 1000,
+  maxBackoffMs: 30_000,
+  maxRestarts: 5,
+  periodMs: 60_000,
+});
+
+/** What `defineRole` takes. */
+export interface RoleDefinition<TOutput = unknown> {
+  /** Lowercase, e.g. `researcher`; actors are named `<name>-<n>`. */
+  name: string;
+  /** One line for the coordinator: what this role is good for. */
+  description: string;
+  /** The system prompt of every actor of this role. */
+  system: string;
+  /** Names of the tools the role may use (built-in catalogue or user tool modules). */
+  tools?: readonly string[] | undefined;
+  /** The model, when not the runtime's default. */
+  model?: ModelSpec | undefined;
+  /** Model calls per Agent run (default 10). */
+  maxSteps?: number | undefined;
+  /** Channels the role publishes on; each gives it a `publish_<channel>` tool. */
+  publishes?: readonly AnyChannel[] | undefined;
+  /** Channels whose messages the role receives as user messages, until they close. */
+  subscribes?: readonly AnyChannel[] | undefined;
+  /** The shape of the final answer: it must then be JSON, parsed into `output`. */
+  output?: z.ZodType<TOutput> | undefined;
+  /** Retry policy, or `'fail_fast'` (default DEFAULT_RETRY). */
+  retry?: RetryPolicy | 'fail_fast' | undefined;
+  /** Default time limit of one actor, in milliseconds (none by default). */
+  timeoutMs?: number | undefined;
+  /** May spawn sub-agents of its own with a `delegate` tool, within the runtime's depth limit. */
+  canDelegate?: boolean | undefined;
+  /** The bound of each actor's mailbox and what a full one does to senders. */
+  mailbox?: MailboxOptions | undefined;
+  /** Per-actor token limits (the tree budget is the runtime's). */
+  budget?: TokenBudgetLimits | undefined;
+  /** Stream replies (model.delta events); default true. */
+  stream?: boolean | undefined;
+}
+
+/** A role: what an actor is allowed to do. Made by defineRole; read-only. */
+export interface Role<TOutput = unknown> {
+  readonly name: string;
+  readonly description: string;
+  readonly system: string;
+  readonly tools: readonly string[];
+  readonly model: ModelSpec | undefined;
+  readonly maxSteps: number;
+  readonly publishes: readonly AnyChannel[];
+  readonly subscribes: readonly AnyChannel[];
+  readonly output: z.ZodType<TOutput> | undefined;
+  readonly retry: Readonly<RetryPolicy>;
+  readonly timeoutMs: number | undefined;
+  readonly canDelegate: boolean;
+  readonly mailbox: MailboxOptions | undefined;
+  readonly budget: TokenBudgetLimits | undefined;
+  readonly stream: boolean | undefined;
+}
+
+/** Any role, whatever its output type. */
+// biome-ignore lint/suspicious/noExplicitAny: a runtime holds roles of every output type.
+export type AnyRole = Role<any>;
+
+/**
+ * Declares a role. Checked here, so a bad name or limit fails at definition.
+ *
+ * @example
+ * const summarizer = defineRole({
+ *   name: 'summarizer',
+ *   description: 'Summarizes one file.',
+ *   system: 'You summarize files faithfully.',
+ *   tools: ['read_file'],
+ * });
+ */
+export function defineRole<TOutput = unknown>(definition: RoleDefinition<TOutput>): Role<TOutput> {
+  const { name } = definition;
+  if (!ROLE_NAME_PATTERN.test(name)) {
+    throw new TroupeError(
+      'usage.invalid_role',
+      `Invalid role name "${name}": names must match ${ROLE_NAME_PATTERN} (lowercase letter first, then letters, digits, _ or -).`,
+    );
+  }
+  const maxSteps = definition.maxSteps ?? 10;
+  if (!Number.isInteger(maxSteps) || maxSteps < 1) {
+    throw new TroupeError(
+      'usage.invalid_role',
+      `Role ${name}: maxSteps must be a whole number of at least 1, got ${maxSteps}.`,
+    );
+  }
+  if (definition.timeoutMs !== undefined && !(definition.timeoutMs > 0)) {
+    throw new TroupeError(
+      'usage.invalid_role',
+      `Role ${name}: timeoutMs must be positive, got ${definition.timeoutMs}.`,
+    );
+  }
+  const retry =
+    definition.retry === 'fail_fast'
+      ? { ...DEFAULT_RETRY, maxRetries: 0 }
+      : { ...DEFAULT_RETRY, ...definition.retry };
+  if (!Number.isInteger(retry.maxRetries) || retry.maxRetries < 0) {
+    throw new TroupeError(
+      'usage.invalid_role',
+      `Role ${name}: retry.maxRetries must be a whole number, got ${retry.maxRetries}.`,
+    );
+  }
+  const tools = [...(definition.tools ?? [])];
+  for (const channel of definition.publishes ?? []) {
+    if (tools.includes(publishToolName(channel.name))) {
+      throw new TroupeError(
+        'usage.invalid_role',
+        `Role ${name}: ${publishToolName(channel.name)} is added by publishes; do not list it in tools.`,
+      );
+    }
+  }
+  return Object.freeze({
+    name,
+    description: definition.description,
+    system: definition.system,
+    tools: Object.freeze(tools),
+    model: definition.model,
+    maxSteps,
+    publishes: Object.freeze([...(definition.publishes ?? [])]),
+    subscribes: Object.freeze([...(definition.subscribes ?? [])]),
+    output: definition.output,
+    retry: Object.freeze(retry),
+    timeoutMs: definition.timeoutMs,
+    canDelegate: definition.canDelegate ?? false,
+    mailbox: definition.mailbox,
+    budget: definition.budget,
+    stream: definition.stream,
+  });
+}
+
+/** True for a value made by defineRole (or shaped like one). */
+export function isRole(value: unknown): value is AnyRole {
+  if (typeof value !== 'object' || value === null) return false;
+  const candidate = value as Partial<AnyRole>;
+  return (
+    typeof candidate.name === 'string' &&
+    typeof candidate.system === 'string' &&
+    Array.isArray(candidate.tools)
+  );
+}
+
+/** The role as a worker sees it: plain data, with the channel and output rules spelled out in the system prompt. */
+export function toRoleSpec(role: AnyRole): RoleSpec {
+  const spec: RoleSpec = {
+    name: role.name,
+    system: systemPrompt(role),
+    tools: [...role.tools],
+    maxSteps: role.maxSteps,
+    publishes: role.publishes.map(toChannelSpec),
+    subscribes: role.subscribes.map((channel) => channel.name),
+    canDelegate: role.canDelegate,
+  };
+  if (role.budget !== undefined) spec.budget = { ...role.budget };
+  if (role.stream !== undefined) spec.stream = role.stream;
+  return spec;
+}
+
+function systemPrompt(role: AnyRole): string {
+  const parts = [role.system.trim()];
+  for (const channel of role.publishes) {
+    parts.push(
+      `Publish each result on the "${channel.name}" channel with the ${publishToolName(channel.name)} tool as soon as you have it, one call per item; other agents read them while you work.`,
+    );
+  }
+  if (role.subscribes.length > 0) {
+    const names = role.subscribes.map((channel) => `"${channel.name}"`).join(', ');
+    parts.push(
+      `Messages from other agents on the ${names} channel${role.subscribes.length > 1 ? 's' : ''} reach you as user messages that start with [message on channel "<name>" from <agent>]. Work on each as it arrives; a short interim answer is fine. When a channel is closed you get [channel "<name>" closed: no more messages will arrive]; after that, give your complete final answer.`,
+    );
+  }
+  if (role.output !== undefined) {
+    parts.push(
+      `Your final answer must be a single JSON object, with nothing around it, matching this JSON Schema: ${JSON.stringify(outputJsonSchema(role.output))}`,
+    );
+  }
+  return parts.join('\n\n');
+}
+
+function outputJsonSchema(schema: z.ZodType): Record<string, unknown> {
+  try {
+    return toolJsonSchema(schema);
+  } catch {
+    return { type: 'object' };
+  }
+}
+
+/**
+ * Parses a final answer against a role's output schema: the JSON object in
+ * it (code fences and text around it are tolerated), or a message saying
+ * what is wrong.
+ */
+export function parseRoleOutput(
+  role: AnyRole,
+  final: string,
+): { ok: true; output: unknown } | { ok: false; message: string } {
+  if (role.output === undefined) return { ok: true, output: undefined };
+  const start = final.indexOf('{');
+  const end = final.lastIndexOf('}');
+  if (start === -1 || end < start) {
+    return {
+      ok: false,
+      message: `The final answer of a ${role.name} must be a JSON object; it had none.`,
+    };
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(final.slice(start, end + 1));
+  } catch (error) {
+    return {
+      ok: false,
+      message: `The final answer of a ${role.name} is not valid JSON: ${(error as Error).message}`,
+    };
+  }
+  const parsed = role.output.safeParse(data);
+  if (!parsed.success) {
+    return {
+      ok: false,
+      message: `The final answer of a ${role.name} does not fit its output schema:\n${z.prettifyError(parsed.error)}`,
+    };
+  }
+  return { ok: true, output: parsed.data };
+}

@@ -1,0 +1,262 @@
+import { z } from 'zod';
+import { Agent } from '../agent/agent.js';
+import { serializeError, TroupeError } from '../errors.js';
+import type { EventPayload, UnsequencedEvent } from '../events/schema.js';
+import { createModel } from '../model/model.js';
+import { addUsage, emptyUsage, type Message, type Usage } from '../model/types.js';
+import type { ToolRegistry } from '../tools/registry.js';
+import type { AnyTool, ApprovalRequest, ToolContext } from '../tools/tool.js';
+import { type ChannelSpec, formatChannelClosed, publishToolName } from './channel.js';
+import { type DelegationRequester, delegationTools } from './delegation.js';
+import type { ActorOutcome, HostConfig, MainToWorker } from './protocol.js';
+
+type StartMessage = Extract<MainToWorker, { type: 'actor.start' }>;
+
+/** What a hosted actor asks of the main thread; each resolves when the main thread answers. */
+export interface HostRequests extends DelegationRequester {
+  publish(
+    actorId: string,
+    channel: string,
+    payload: unknown,
+  ): Promise<{ ok: boolean; message: string; code?: string | undefined }>;
+  approve(actorId: string, request: ApprovalRequest): Promise<boolean>;
+}
+
+/** What a hosted actor is built from. */
+export interface HostedActorOptions {
+  start: StartMessage;
+  config: HostConfig;
+  /** Every tool this host knows (built-ins and user modules); narrowed to the role's set here. */
+  tools: ToolRegistry;
+  emit(event: UnsequencedEvent): void;
+  /** Reports that the actor read `count` mailbox messages (frees slots in the main thread's account). */
+  consumed(count: number): void;
+  /** Reports the end of one Agent run (answers `ask`). */
+  turn(final: string): void;
+  requests: HostRequests;
+  env?: NodeJS.ProcessEnv | undefined;
+}
+
+interface InboxItem {
+  message: Message;
+  messageId?: string | undefined;
+  channel?: string | undefined;
+  from?: string | undefined;
+  counted: boolean;
+}
+
+/**
+ * One actor inside a worker thread: its own Agent, history, narrowed tools
+ * and inbox. The history never leaves the thread; only events and the
+ * outcome do. A subscriber keeps running its Agent as messages arrive until
+ * every channel it reads is closed and its inbox is empty.
+ */
+export class HostedActor {
+  readonly id: string;
+  readonly #options: HostedActorOptions;
+  readonly #controller = new AbortController();
+  readonly #inbox: InboxItem[] = [];
+  readonly #open: Set<string>;
+  #wake: (() => void) | undefined;
+  #cancelReason = '';
+
+  constructor(options: HostedActorOptions) {
+    this.#options = options;
+    this.id = options.start.actorId;
+    this.#open = new Set(options.start.role.subscribes);
+  }
+
+  /** A message for the actor (a channel message or a steering message from its parent). */
+  deliver(item: Extract<MainToWorker, { type: 'mailbox.deliver' }>): void {
+    this.#inbox.push({
+      message: { role: 'user', content: item.content },
+      messageId: item.messageId,
+      channel: item.channel,
+      from: item.from,
+      counted: true,
+    });
+    this.#wakeUp();
+  }
+
+  /** The last publisher of `channel` is gone: queue the one close notice, behind every message. */
+  closeChannel(channel: string): void {
+    if (!this.#open.delete(channel)) return;
+    this.#inbox.push({
+      message: { role: 'user', content: formatChannelClosed(channel) },
+      counted: false,
+    });
+    this.#wakeUp();
+  }
+
+  /** Cooperative cancellation: the Agent stops at its next await; tools see the signal. */
+  cancel(reason: string): void {
+    if (this.#controller.signal.aborted) return;
+    this.#cancelReason = reason;
+    this.#controller.abort(new TroupeError('cancelled', reason));
+    this.#wakeUp();
+  }
+
+  /** Runs the actor to its end. Resolves, never rejects. */
+  async run(): Promise<ActorOutcome> {
+    let usage: Usage = emptyUsage();
+    let steps = 0;
+    try {
+      const agent = this.#buildAgent();
+      let input = this.#options.start.task;
+      for (;;) {
+        const result = await agent.run(input, { signal: this.#controller.signal });
+        usage = addUsage(usage, result.usage);
+        steps += result.steps.length;
+        this.#options.turn(result.final);
+        if (result.stopReason !== 'final' || !this.#expectsMore()) {
+          return this.#outcome(result.stopReason, result.final, usage, steps, result.error);
+        }
+        const next = await this.#nextMessage();
+        if (next === undefined) return this.#outcome('cancelled', result.final, usage, steps);
+        input = next.content;
+      }
+    } catch (error) {
+      return this.#outcome('error', '', usage, steps, serializeError(error));
+    }
+  }
+
+  #outcome(
+    stopReason: ActorOutcome['stopReason'],
+    final: string,
+    usage: Usage,
+    steps: number,
+    error?: ActorOutcome['error'],
+  ): ActorOutcome {
+    const outcome: ActorOutcome = { stopReason, final, usage, steps };
+    if (error !== undefined) outcome.error = error;
+    else if (stopReason === 'cancelled') {
+      outcome.error = serializeError(
+        new TroupeError('cancelled', this.#cancelReason || 'cancelled'),
+      );
+    }
+    return outcome;
+  }
+
+  // More is coming while the inbox holds something or a subscribed channel is still open.
+  #expectsMore(): boolean {
+    return this.#inbox.length > 0 || this.#open.size > 0;
+  }
+
+  async #nextMessage(): Promise<Message | undefined> {
+    while (this.#inbox.length === 0) {
+      if (this.#controller.signal.aborted) return undefined;
+      await new Promise<void>((resolve) => {
+        this.#wake = resolve;
+      });
+      this.#wake = undefined;
+    }
+    if (this.#controller.signal.aborted) return undefined;
+    const [first] = this.#take(1);
+    return first;
+  }
+
+  #wakeUp(): void {
+    this.#wake?.();
+  }
+
+  // Moves inbox items into the history: reports reads and emits message.received.
+  #take(limit = Number.POSITIVE_INFINITY): Message[] {
+    if (this.#inbox.length === 0) return [];
+    const items = this.#inbox.splice(0, limit);
+    let counted = 0;
+    for (const item of items) {
+      if (item.counted) counted += 1;
+      if (item.channel !== undefined && item.messageId !== undefined) {
+        this.#emit({
+          type: 'message.received',
+          channel: item.channel,
+          messageId: item.messageId,
+          from: item.from ?? 'unknown',
+        });
+      }
+    }
+    if (counted > 0) this.#options.consumed(counted);
+    return items.map((item) => item.message);
+  }
+
+  #buildAgent(): Agent {
+    const { start, config } = this.#options;
+    const role = start.role;
+    const model = createModel(start.model, this.#options.env);
+    const extra: AnyTool[] = role.publishes.map((channel) => this.#publishTool(channel));
+    if (role.canDelegate) extra.push(...delegationTools(this.id, this.#options.requests));
+    const tools = this.#options.tools.narrow(role.tools).with(extra);
+    const toolContext: Partial<Omit<ToolContext, 'signal' | 'runId' | 'agentId' | 'role'>> = {
+      workspace: config.workspace,
+      grants: config.grants,
+      progress: (note) => this.#emit({ type: 'agent.progress', note }),
+    };
+    if (config.outDir !== undefined) toolContext.outputDir = config.outDir;
+    if (this.#options.env !== undefined) toolContext.env = this.#options.env;
+    if (config.hasApprove) {
+      toolContext.approve = (request) => this.#options.requests.approve(this.id, request);
+    }
+    return new Agent({
+      name: this.id,
+      agentId: this.id,
+      model,
+      tools,
+      system: role.system,
+      maxSteps: role.maxSteps,
+      events: { emit: (event) => this.#options.emit(event) },
+      runId: config.runId,
+      ...(start.parentId === undefined ? {} : { parentId: start.parentId }),
+      role: role.name,
+      toolContext,
+      ...(role.budget === undefined ? {} : { budget: role.budget }),
+      ...(role.stream === undefined ? {} : { stream: role.stream }),
+      inbox: () => this.#take(),
+    });
+  }
+
+  #publishTool(channel: ChannelSpec): AnyTool {
+    const requests = this.#options.requests;
+    const actorId = this.id;
+    return {
+      name: publishToolName(channel.name),
+      description: `Publish one message on the "${channel.name}" channel; every subscriber receives it. ${channel.description}`,
+      parameters: payloadSchema(channel),
+      tiers: [],
+      jsonSchema: channel.jsonSchema,
+      execute: async (payload: unknown) => {
+        const answer = await requests.publish(actorId, channel.name, payload);
+        if (!answer.ok) {
+          throw new TroupeError(
+            answer.code === 'mailbox.full' ? 'mailbox.full' : 'channel.invalid_payload',
+            answer.message,
+          );
+        }
+        return answer.message;
+      },
+    };
+  }
+
+  #emit(payload: EventPayload): void {
+    const { start, config } = this.#options;
+    this.#options.emit({
+      v: 1,
+      ts: Date.now(),
+      runId: config.runId,
+      agentId: this.id,
+      ...(start.parentId === undefined ? {} : { parentId: start.parentId }),
+      role: start.role.name,
+      ...payload,
+    } as UnsequencedEvent);
+  }
+}
+
+// The sender's thread checks the payload against the channel's JSON Schema
+// (the model gets the message at once); the router checks it again with the
+// channel's own zod schema before any delivery.
+function payloadSchema(channel: ChannelSpec): z.ZodType {
+  try {
+    return z.fromJSONSchema(channel.jsonSchema as Parameters<typeof z.fromJSONSchema>[0]);
+  } catch {
+    return z.record(z.string(), z.unknown());
+  }
+}

@@ -1,0 +1,211 @@
+import { z } from 'zod';
+import { SerializedErrorSchema, TroupeError } from '../errors.js';
+import { AgentStopReasonSchema } from '../events/schema.js';
+import { ModelSpecSchema } from '../model/model.js';
+import { UsageSchema } from '../model/types.js';
+import { PermissionTierSchema } from '../tools/tool.js';
+import { ChannelSpecSchema } from './channel.js';
+
+/**
+ * The main ⇄ worker protocol. Every message on a host's port is an array of
+ * items, batched per event-loop turn; both sides parse what they receive.
+ * Events (the bulk of the traffic) are validated once, by the main thread's
+ * EventBus; every other item is parsed here.
+ */
+
+/** What a host is built from: the thread's workerData. */
+export const HostConfigSchema = z.object({
+  runId: z.string(),
+  workspace: z.string(),
+  outDir: z.string().optional(),
+  grants: z.array(PermissionTierSchema),
+  /** Absolute paths of user ESM modules exporting tools. */
+  toolModules: z.array(z.string()),
+  env: z.record(z.string(), z.string()).optional(),
+  /** True when the main thread answers approval requests. */
+  hasApprove: z.boolean(),
+});
+export type HostConfig = z.infer<typeof HostConfigSchema>;
+
+/** A role as a worker sees it: plain data, tools by name. */
+export const RoleSpecSchema = z.object({
+  name: z.string(),
+  system: z.string(),
+  tools: z.array(z.string()),
+  maxSteps: z.number().int().positive(),
+  publishes: z.array(ChannelSpecSchema),
+  subscribes: z.array(z.string()),
+  canDelegate: z.boolean(),
+  budget: z
+    .object({
+      softTokens: z.number().positive().optional(),
+      hardTokens: z.number().positive().optional(),
+    })
+    .optional(),
+  stream: z.boolean().optional(),
+});
+export type RoleSpec = z.infer<typeof RoleSpecSchema>;
+
+/** The end of one actor attempt inside a worker: its end-of-stream marker on the host's port. */
+export const ActorOutcomeSchema = z.object({
+  stopReason: AgentStopReasonSchema,
+  final: z.string(),
+  usage: UsageSchema,
+  steps: z.number().int().nonnegative(),
+  error: SerializedErrorSchema.optional(),
+});
+export type ActorOutcome = z.infer<typeof ActorOutcomeSchema>;
+
+/** An actor's result as a delegating worker actor receives it (the ActorResult, as data). */
+export const ActorResultDataSchema = z.object({
+  agentId: z.string(),
+  role: z.string(),
+  status: z.enum(['completed', 'failed', 'cancelled', 'timed_out']),
+  final: z.string(),
+  output: z.unknown().optional(),
+  error: SerializedErrorSchema.optional(),
+  usage: UsageSchema,
+  steps: z.number().int().nonnegative(),
+  reused: z.boolean().optional(),
+});
+
+export const MainToWorkerSchema = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('actor.start'),
+    actorId: z.string(),
+    parentId: z.string().optional(),
+    role: RoleSpecSchema,
+    model: ModelSpecSchema,
+    task: z.string(),
+    /** The attempt number, from 1; retries restart the actor from its task. */
+    attempt: z.number().int().positive(),
+  }),
+  z.object({ type: z.literal('actor.cancel'), actorId: z.string(), reason: z.string() }),
+  z.object({
+    type: z.literal('mailbox.deliver'),
+    actorId: z.string(),
+    messageId: z.string(),
+    /** The user message, already formatted (see formatChannelMessage). */
+    content: z.string(),
+    channel: z.string().optional(),
+    from: z.string().optional(),
+  }),
+  z.object({ type: z.literal('channel.closed'), actorId: z.string(), channel: z.string() }),
+  z.object({
+    type: z.literal('publish.answered'),
+    requestId: z.number().int(),
+    ok: z.boolean(),
+    message: z.string(),
+    code: z.string().optional(),
+  }),
+  z.object({
+    type: z.literal('approval.answered'),
+    requestId: z.number().int(),
+    approved: z.boolean(),
+  }),
+  z.object({
+    type: z.literal('spawn.answered'),
+    requestId: z.number().int(),
+    results: z.array(ActorResultDataSchema),
+  }),
+  z.object({ type: z.literal('host.shutdown') }),
+]);
+export type MainToWorker = z.infer<typeof MainToWorkerSchema>;
+/** What the main thread sends (before defaults are applied by the worker's parse). */
+export type MainToWorkerInput = z.input<typeof MainToWorkerSchema>;
+
+export const WorkerToMainSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('host.ready'), threadId: z.number().int() }),
+  /** One event; validated by the EventBus, which stamps its seq. */
+  z.object({ type: z.literal('event'), event: z.unknown() }),
+  z.object({ type: z.literal('actor.started'), actorId: z.string() }),
+  /** The end of an attempt; always after the attempt's last event on the same port. */
+  z.object({ type: z.literal('actor.result'), actorId: z.string(), outcome: ActorOutcomeSchema }),
+  /** One Agent run ended (a subscriber runs several); answers `ask`. */
+  z.object({ type: z.literal('actor.turn'), actorId: z.string(), final: z.string() }),
+  z.object({
+    type: z.literal('mailbox.consumed'),
+    actorId: z.string(),
+    count: z.number().int().positive(),
+  }),
+  z.object({
+    type: z.literal('channel.publish'),
+    requestId: z.number().int(),
+    actorId: z.string(),
+    channel: z.string(),
+    payload: z.unknown(),
+  }),
+  z.object({
+    type: z.literal('approval.requested'),
+    requestId: z.number().int(),
+    actorId: z.string(),
+    tool: z.string(),
+    summary: z.string(),
+  }),
+  z.object({
+    type: z.literal('spawn.requested'),
+    requestId: z.number().int(),
+    actorId: z.string(),
+    tasks: z.array(z.object({ role: z.string(), task: z.string() })),
+    policy: z.enum(['all_settled', 'quorum', 'fail_fast']).optional(),
+    quorum: z.number().int().positive().optional(),
+  }),
+  z.object({ type: z.literal('host.error'), error: SerializedErrorSchema }),
+]);
+export type WorkerToMain = z.infer<typeof WorkerToMainSchema>;
+
+/** The task piscina runs once per thread: the host lives as long as it does. */
+export interface HostTask {
+  hostId: number;
+  /** The host's port (transferred); every item of the protocol goes over it. */
+  port: unknown;
+}
+
+/**
+ * Parses one port message from a worker: an array of items. Event items are
+ * passed through for the bus to validate; everything else is parsed here.
+ * Throws TroupeError `runtime.protocol` on anything else.
+ */
+export function parseWorkerMessage(data: unknown): WorkerToMain[] {
+  if (!Array.isArray(data)) {
+    throw new TroupeError('runtime.protocol', 'A worker sent a message that is not a batch.');
+  }
+  const items: WorkerToMain[] = [];
+  for (const item of data) {
+    // The fast path: events are the bulk, and the bus validates them in full.
+    if (isEventItem(item)) {
+      items.push(item);
+      continue;
+    }
+    const parsed = WorkerToMainSchema.safeParse(item);
+    if (!parsed.success) {
+      throw new TroupeError(
+        'runtime.protocol',
+        `A worker sent an invalid item: ${z.prettifyError(parsed.error)}`,
+      );
+    }
+    items.push(parsed.data);
+  }
+  return items;
+}
+
+/** Parses one port message from the main thread: an array of items. Throws `runtime.protocol`. */
+export function parseMainMessage(data: unknown): MainToWorker[] {
+  const parsed = z.array(MainToWorkerSchema).safeParse(data);
+  if (!parsed.success) {
+    throw new TroupeError(
+      'runtime.protocol',
+      `The main thread sent an invalid message: ${z.prettifyError(parsed.error)}`,
+    );
+  }
+  return parsed.data;
+}
+
+function isEventItem(item: unknown): item is { type: 'event'; event: unknown } {
+  return (
+    typeof item === 'object' &&
+    item !== null &&
+    (item as { type?: unknown }).type === 'event' &&
+    typeof (item as { event?: unknown }).event === 'object'
+  );
+}
