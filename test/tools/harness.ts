@@ -1,6 +1,7 @@
 import { lstat, mkdir, mkdtemp, readdir, readFile, readlink, realpath, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { probeSandbox } from '../../src/tools/os-sandbox.js';
 import { ToolRegistry, type ToolResult } from '../../src/tools/registry.js';
 import type { AnyTool, PermissionTier, ToolContext } from '../../src/tools/tool.js';
 
@@ -77,4 +78,17 @@ export function callTool(
 /** The error code of a result, or 'ok'. */
 export function outcome(result: ToolResult): string {
   return result.ok ? 'ok' : result.error.code;
+}
+
+/** Whether bubblewrap can start here; tests of the exec tools need it. */
+export const sandboxStatus = await probeSandbox();
+
+/** True when sandboxed tests must be skipped. */
+export const withoutSandbox = !sandboxStatus.available;
+
+/** A test name that, when the test is skipped for want of a sandbox, says why and how to fix it. */
+export function sandboxed(name: string): string {
+  return withoutSandbox
+    ? `${name} [skipped: ${sandboxStatus.reason ?? 'no sandbox'}; install with apt-get install bubblewrap]`
+    : name;
 }

@@ -100,6 +100,7 @@ export function htmlToText(html: string, baseUrl?: string): string {
   let preDepth = 0;
   let href: string | undefined;
   let index = 0;
+  let nextClose = html.indexOf('>');
   while (index < html.length) {
     const open = html.indexOf('<', index);
     const textEnd = open === -1 ? html.length : open;
@@ -114,11 +115,21 @@ export function htmlToText(html: string, baseUrl?: string): string {
       index = close === -1 ? html.length : close + 3;
       continue;
     }
-    const close = html.indexOf('>', open);
-    if (close === -1) break;
+    const name = TAG_NAME.exec(html.slice(open, open + 80))?.[1]?.toLowerCase();
+    const declaration = /^<[!?]/.test(html.slice(open, open + 2));
+    // The first ">" after an earlier "<" is also the first after this one when it lies ahead,
+    // so many "<" without ">" do not rescan the rest of the document each time.
+    if (nextClose !== -1 && nextClose < open) nextClose = html.indexOf('>', open);
+    const close = nextClose;
+    if ((name === undefined && !declaration) || close === -1) {
+      // Not markup ("a < b", or a tag never closed): the "<" is text.
+      if (inTitle) title += '<';
+      else out.push('<');
+      index = open + 1;
+      continue;
+    }
     const tag = html.slice(open, close + 1);
     index = close + 1;
-    const name = TAG_NAME.exec(tag)?.[1]?.toLowerCase();
     if (name === undefined) continue;
     const closing = tag.startsWith('</');
     if (!closing && SKIPPED.has(name)) {

@@ -27,6 +27,8 @@ export interface RunProcessOptions {
   signal: AbortSignal;
   /** Written to stdin, which is then closed (default: stdin closed at once). */
   input?: string;
+  /** Called with the child's pid once it is started (tests use it to check the kill). */
+  onSpawn?: (pid: number) => void;
 }
 
 /** How a child process ended. */
@@ -58,6 +60,7 @@ export function runProcess(options: RunProcessOptions): Promise<ProcessResult> {
       stdio: ['pipe', 'pipe', 'pipe'],
       windowsHide: true,
     });
+    if (child.pid !== undefined) options.onSpawn?.(child.pid);
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
     let bytes = 0;
