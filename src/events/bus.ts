@@ -38,7 +38,10 @@ export class EventBus implements EventSink {
   readonly #emitter = new EventEmitter();
   readonly #validate: boolean;
   #seq = 0;
-  #reportingCallbackError = false;
+  // Events published while listeners run (a callback.error, a listener that
+  // publishes) wait here, so every listener sees events in seq order.
+  readonly #pending: AgentEvent[] = [];
+  #delivering = false;
 
   constructor(options: EventBusOptions = {}) {
     this.#validate = options.validate ?? true;
@@ -54,8 +57,8 @@ export class EventBus implements EventSink {
     const candidate = { ...event, seq: this.#seq } as AgentEvent;
     const stamped = this.#validate ? AgentEventSchema.parse(candidate) : candidate;
     this.#seq += 1;
-    this.#deliver(stamped.type, stamped);
-    this.#deliver(ANY, stamped);
+    this.#pending.push(stamped);
+    if (!this.#delivering) this.#drain();
     return stamped;
   }
 
@@ -88,6 +91,18 @@ export class EventBus implements EventSink {
     this.#emitter.removeAllListeners();
   }
 
+  #drain(): void {
+    this.#delivering = true;
+    try {
+      for (let event = this.#pending.shift(); event !== undefined; event = this.#pending.shift()) {
+        this.#deliver(event.type, event);
+        this.#deliver(ANY, event);
+      }
+    } finally {
+      this.#delivering = false;
+    }
+  }
+
   #deliver(channel: string, event: AgentEvent): void {
     const listeners = this.#emitter.listeners(channel) as Array<(event: AgentEvent) => void>;
     for (const listener of listeners) {
@@ -100,24 +115,20 @@ export class EventBus implements EventSink {
   }
 
   #reportCallbackError(source: AgentEvent, error: unknown): void {
-    // A listener that throws on callback.error itself must not recurse forever.
-    if (this.#reportingCallbackError) return;
-    this.#reportingCallbackError = true;
-    try {
-      this.publish({
-        v: 1,
-        ts: Date.now(),
-        runId: source.runId,
-        agentId: source.agentId,
-        ...(source.parentId === undefined ? {} : { parentId: source.parentId }),
-        ...(source.role === undefined ? {} : { role: source.role }),
-        type: 'callback.error',
-        callback: `listener for ${source.type}`,
-        error: serializeError(error),
-      });
-    } finally {
-      this.#reportingCallbackError = false;
-    }
+    // A listener that throws on callback.error itself is not reported again:
+    // that would loop forever.
+    if (source.type === 'callback.error') return;
+    this.publish({
+      v: 1,
+      ts: Date.now(),
+      runId: source.runId,
+      agentId: source.agentId,
+      ...(source.parentId === undefined ? {} : { parentId: source.parentId }),
+      ...(source.role === undefined ? {} : { role: source.role }),
+      type: 'callback.error',
+      callback: `listener for ${source.type}`,
+      error: serializeError(error),
+    });
   }
 }
 

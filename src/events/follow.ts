@@ -69,13 +69,18 @@ export async function* followTrace(
         }
         yield event;
         if (untilRunFinished && event.type === 'run.finished') return;
-        if (signal?.aborted === true) return;
+        // The consumer may abort while this generator is suspended at the yield.
+        if (isAborted(signal)) return;
       }
     }
   } finally {
     waiter.close();
     await handle?.close();
   }
+}
+
+function isAborted(signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true;
 }
 
 function parseLine(line: string): AgentEvent | undefined {

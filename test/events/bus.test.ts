@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import { EventBus, waitForEvent } from '../../src/events/bus.js';
+import type { UnsequencedEvent } from '../../src/events/schema.js';
+
+function progress(note: string, agentId = 'a'): UnsequencedEvent {
+  return { v: 1, ts: 1, runId: 'r', agentId, type: 'agent.progress', note };
+}
+
+describe('EventBus', () => {
+  it('stamps a gap-free seq starting at zero', () => {
+    const bus = new EventBus();
+    const seqs = ['a', 'b', 'c'].map((note) => bus.publish(progress(note)).seq);
+    expect(seqs).toEqual([0, 1, 2]);
+    expect(bus.nextSeq).toBe(3);
+  });
+
+  it('rejects an invalid event without consuming a seq', () => {
+    const bus = new EventBus();
+    expect(() =>
+      bus.publish({ ...progress('x'), note: 5 } as unknown as UnsequencedEvent),
+    ).toThrow();
+    expect(bus.publish(progress('ok')).seq).toBe(0);
+  });
+
+  it('delivers typed events to on() and everything to onAny() until unsubscribed', () => {
+    const bus = new EventBus();
+    const notes: string[] = [];
+    const all: string[] = [];
+    const off = bus.on('agent.progress', (event) => notes.push(event.note));
+    bus.onAny((event) => all.push(event.type));
+    bus.publish(progress('one'));
+    off();
+    bus.publish(progress('two'));
+    expect(notes).toEqual(['one']);
+    expect(all).toEqual(['agent.progress', 'agent.progress']);
+  });
+
+  it('turns a throwing listener into a callback.error event and still calls the others', () => {
+    const bus = new EventBus();
+    const seen: string[] = [];
+    bus.on('agent.progress', () => {
+      throw new Error('listener broke');
+    });
+    bus.on('agent.progress', (event) => seen.push(event.note));
+    bus.on('callback.error', (event) => seen.push(`error: ${event.error.message}`));
+
+    expect(() => bus.publish(progress('x'))).not.toThrow();
+    expect(seen).toEqual(['x', 'error: listener broke']);
+  });
+
+  it('does not recurse when a callback.error listener throws too', () => {
+    const bus = new EventBus();
+    bus.on('agent.progress', () => {
+      throw new Error('first');
+    });
+    bus.on('callback.error', () => {
+      throw new Error('second');
+    });
+    expect(() => bus.publish(progress('x'))).not.toThrow();
+    expect(bus.nextSeq).toBe(2);
+  });
+});
+
+describe('waitForEvent', () => {
+  it('resolves with the first event matching the predicate', async () => {
+    const bus = new EventBus();
+    const waiting = waitForEvent(bus, 'agent.progress', (event) => event.agentId === 'b');
+    bus.publish(progress('from a', 'a'));
+    bus.publish(progress('from b', 'b'));
+    await expect(waiting).resolves.toMatchObject({ note: 'from b', seq: 1 });
+  });
+
+  it('rejects when the signal aborts', async () => {
+    const bus = new EventBus();
+    const controller = new AbortController();
+    const waiting = waitForEvent(bus, 'agent.progress', undefined, { signal: controller.signal });
+    controller.abort(new Error('gave up'));
+    await expect(waiting).rejects.toThrow('gave up');
+  });
+});
+
+describe('EventBus ordering', () => {
+  it('delivers events published from inside a listener after the current one, in seq order', () => {
+    const bus = new EventBus();
+    const seen: number[] = [];
+    bus.on('agent.progress', (event) => {
+      if (event.note === 'first') bus.publish(progress('nested'));
+    });
+    bus.onAny((event) => seen.push(event.seq));
+    bus.publish(progress('first'));
+    expect(seen).toEqual([0, 1]);
+  });
+});
