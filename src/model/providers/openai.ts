@@ -24,6 +24,8 @@ export const DEFAULT_OPENAI_KEY_ENV = 'OPENAI_API_KEY';
 /** OpenAI's own endpoint, used when neither the spec nor `OPENAI_BASE_URL` names one. */
 export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 
+// Sent to a custom baseURL when the key variable is unset; the SDK requires some key.
+const NO_KEY = 'no-key';
 const DEFAULT_TIMEOUT_MS = 600_000;
 const DEFAULT_MAX_RETRIES = 2;
 const LOG_LEVELS = new Set(['off', 'error', 'warn', 'info', 'debug']);
@@ -33,7 +35,9 @@ const LOG_LEVELS = new Set(['off', 'error', 'warn', 'info', 'debug']);
  * OpenAI-compatible server (Ollama, vLLM, LM Studio, OpenRouter) through
  * `baseURL`. The SDK is loaded on the first request, and the key is read
  * from the environment then, so building a model is cheap and never fails
- * for a missing key. Failures reject with TroupeErrors (see provider-error.ts).
+ * for a missing key. A missing key is `usage.missing_key` for OpenAI itself;
+ * a custom `baseURL` may run without one. Failures reject with TroupeErrors
+ * (see provider-error.ts).
  *
  * @example
  * const model = new OpenAIModel({ provider: 'openai', model: 'gpt-5.4-mini' });
@@ -114,7 +118,11 @@ export class OpenAIModel implements Model {
 
   #clientFor(sdk: OpenAIModule): OpenAI {
     if (this.#client !== undefined) return this.#client;
-    const apiKey = readApiKey(this.#env, this.#keyEnv(), 'openai');
+    // Local OpenAI-compatible servers (Ollama, vLLM, LM Studio) usually need no key; one that
+    // does answers 401, and that error names the variable to set.
+    const apiKey = this.#isOpenAIItself()
+      ? readApiKey(this.#env, this.#keyEnv(), 'openai')
+      : this.#env[this.#keyEnv()]?.trim() || NO_KEY;
     const logLevel = this.#env['OPENAI_LOG'];
     this.#client = new sdk.OpenAI({
       apiKey,

@@ -378,7 +378,16 @@ describe('OpenAIModel', () => {
     expect(notFound.message).toContain('no model "gpt-test"');
   });
 
-  it('fails with usage.missing_key naming the variable before any request', async () => {
+  it('fails with usage.missing_key naming the variable when OpenAI itself has no key', async () => {
+    const model = createModel({ provider: 'openai', model: 'gpt-test' }, {});
+
+    const error = await failure(model.complete({ messages: ask }));
+
+    expect(error.code).toBe('usage.missing_key');
+    expect(error.message).toContain('OPENAI_API_KEY');
+  });
+
+  it('calls a custom baseURL without a key, and names the variable if that server wants one', async () => {
     const model = createModel(
       { provider: 'openai', model: 'gpt-test', baseURL: server.baseURL },
       {},
@@ -386,9 +395,9 @@ describe('OpenAIModel', () => {
 
     const error = await failure(model.complete({ messages: ask }));
 
-    expect(error.code).toBe('usage.missing_key');
-    expect(error.message).toContain('OPENAI_API_KEY');
-    expect(server.requests).toHaveLength(0);
+    expect(server.requests[0]?.headers.authorization).toBe('Bearer no-key');
+    expect(error.code).toBe('model.auth');
+    expect(error.message).toContain('authentication failed: check OPENAI_API_KEY');
   });
 
   it('rejects with cancelled when the signal aborts before or during a stream', async () => {
