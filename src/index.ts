@@ -46,6 +46,9 @@ export type {
   ScriptedSpec,
 } from './model/model.js';
 export { createModel, describeModel, ModelSpecSchema } from './model/model.js';
+export { AnthropicModel } from './model/providers/anthropic.js';
+export { OpenAIModel } from './model/providers/openai.js';
+export { redactSpec } from './model/providers/redact-spec.js';
 export type { ScriptedCall } from './model/providers/scripted.js';
 export { ScriptedModel } from './model/providers/scripted.js';
 export type { Script, ScriptMatch, ScriptStep } from './model/script.js';
