@@ -92,6 +92,21 @@ export class LiveRenderer implements EventRenderer {
     this.#timer.unref();
   }
 
+  /** Takes the view off the screen (for a question on the terminal) until `resume()`. */
+  pause(): void {
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+    this.#frames.clear();
+    this.#frames.done();
+  }
+
+  /** Puts the view back after `pause()`. */
+  resume(): void {
+    if (this.#finished) return;
+    this.start();
+    this.draw();
+  }
+
   handle(event: AgentEvent): void {
     this.state.apply(event);
     this.#appendLog(event);

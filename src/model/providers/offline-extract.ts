@@ -296,6 +296,7 @@ function themesOf(received: readonly ReceivedFindings[]): Theme[] {
     for (const [term, count] of counts) {
       const theme = themes.get(term) ?? { term, sources: [], count: 0 };
       theme.sources.push(source);
+      theme.sources.sort();
       theme.count += count;
       themes.set(term, theme);
     }
@@ -349,18 +350,31 @@ export function aggregateFindings(received: readonly ReceivedFindings[]): string
   if (received.length === 0) {
     return `## Analysis\n\n${HEURISTIC_NOTE}\n\nNo findings arrived on the channel, so there is nothing to aggregate.`;
   }
+  // Sorted by source, so the analysis does not depend on which thread finished first.
   const bySource = new Map<string, OfflineFindings>();
   for (const { findings } of received) bySource.set(findings.source, findings);
-  const sources = [...bySource.values()];
+  const sources = [...bySource.values()].sort((a, b) => a.source.localeCompare(b.source));
   const lines: string[] = [
     `## Analysis across ${sources.length} source${sources.length === 1 ? '' : 's'}`,
     '',
     HEURISTIC_NOTE,
     '',
+  ];
+  const themes = themesOf(sources.map((findings) => ({ from: '', findings })));
+  const figureCount = sources.reduce((sum, findings) => sum + findings.figures.length, 0);
+  lines.push(
+    `${sources.length} source${sources.length === 1 ? '' : 's'} (${sources.map((findings) => findings.source).join(', ')}) gave ${figureCount} sentence${figureCount === 1 ? '' : 's'} with figures.${
+      themes.length > 0
+        ? ` The most shared themes: ${themes
+            .slice(0, 3)
+            .map((theme) => `${theme.term} (${theme.sources.length} of ${sources.length})`)
+            .join(', ')}.`
+        : ''
+    }`,
+    '',
     '### Common themes',
     '',
-  ];
-  const themes = themesOf(received);
+  );
   if (themes.length === 0) lines.push('The sources share no recurring terms.');
   for (const theme of themes) {
     lines.push(`- **${theme.term}** (${theme.sources.length} of ${sources.length} sources)`);
@@ -395,15 +409,21 @@ export function aggregateFindings(received: readonly ReceivedFindings[]): string
 
 /** A markdown report around an analysis, for the reporter to write. `task` names the subject. */
 export function composeReport(task: string, analysis: string): string {
-  const subject = task.split('\n')[0]?.trim() ?? '';
-  const title = cut(subject === '' ? 'Research report' : subject, 90).replace(/[.:]$/, '');
-  const body = analysis.trim() === '' ? 'No analysis was provided.' : analysis.trim();
+  const subject = oneLineText(task);
+  const title =
+    subject !== '' && subject.length <= 70 ? subject.replace(/[.:]$/, '') : 'Research report';
+  // The analysis carries the heuristic note already; the report states it once, at the top.
+  const body = analysis
+    .replace(HEURISTIC_NOTE, '')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim();
   return [
-    `# Report: ${title}`,
+    `# ${title}`,
     '',
     HEURISTIC_NOTE,
     '',
-    body,
+    ...(subject !== '' && title !== subject ? [`**Task:** ${subject}`, ''] : []),
+    body === '' ? 'No analysis was provided.' : body,
     '',
     '## Method',
     '',
@@ -413,4 +433,8 @@ export function composeReport(task: string, analysis: string): string {
     'this file. Every statement above is quoted or condensed from the documents themselves.',
     '',
   ].join('\n');
+}
+
+function oneLineText(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
 }

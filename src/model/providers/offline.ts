@@ -258,7 +258,7 @@ function coordinator(messages: readonly Message[], tools: Map<string, ToolSchema
   return final(
     reportPath === undefined
       ? `${LABEL} The research is done, but the reporter did not confirm a report file: ${shorten(reporterText, 300)}`
-      : `${LABEL} Done: the report is at ${reportPath}.`,
+      : `${LABEL} Done. The reporter wrote ${reportPath}${reportPath.includes('/') ? '' : " in the run's output folder"}.`,
   );
 }
 

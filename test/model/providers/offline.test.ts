@@ -91,7 +91,7 @@ describe('OfflineModel', () => {
 
     const last = await model.complete(request());
     expect(last.toolCalls).toEqual([]);
-    expect(last.content).toContain('runs/r1/report.md');
+    expect(last.content).toContain('The reporter wrote runs/r1/report.md.');
     expect(last.content).toContain('offline heuristic');
     expect(last.model).toBe(OFFLINE_MODEL_NAME);
   });
@@ -188,7 +188,7 @@ describe('OfflineModel', () => {
     const args = write.toolCalls[0]?.arguments as any;
     expect(write.toolCalls[0]?.name).toBe('write_file');
     expect(args.path).toBe('report.md');
-    expect(args.content).toMatch(/^# Report: Compare storage\n/);
+    expect(args.content).toMatch(/^# Compare storage\n/);
     expect(args.content).toContain('## Analysis Z');
     answer(messages, write, () => ({ content: 'Wrote 812 bytes to report.md' }));
     const done = await model.complete(request());

@@ -1,0 +1,196 @@
+import { createInterface } from 'node:readline';
+import type { Command } from 'commander';
+import { Agent } from '../../agent/agent.js';
+import { errorMessage } from '../../errors.js';
+import { EventBus } from '../../events/bus.js';
+import { createModel, describeModel } from '../../model/model.js';
+import {
+  BUILTIN_TOOL_TIERS,
+  builtinToolNames,
+  createBuiltinRegistry,
+} from '../../tools/catalogue.js';
+import { DEFAULT_GRANTS } from '../../tools/permissions.js';
+import type { ApprovalRequest, PermissionTier } from '../../tools/tool.js';
+import { createRunId } from '../../util/ids.js';
+import { createRedactor } from '../../util/redact.js';
+import { type CliIo, EXIT, exitWith } from '../context.js';
+import { chatLayout } from '../render/chat-layout.js';
+import {
+  type ProviderFlags,
+  parseAllow,
+  parsePositiveInteger,
+  resolveFolder,
+  resolveModelSpec,
+} from './options.js';
+
+/** Chat grants no write by default: the agent would write straight into the workspace. */
+export const CHAT_DEFAULT_GRANTS: readonly PermissionTier[] = DEFAULT_GRANTS.filter(
+  (tier) => tier !== 'write',
+);
+
+const EXIT_WORDS = new Set(['exit', 'quit', ':q', '/exit', '/quit']);
+
+interface ChatFlags extends ProviderFlags {
+  workspace: string;
+  allow?: PermissionTier[] | undefined;
+  maxSteps?: number | undefined;
+  approve?: boolean | undefined;
+  unsafeNoSandbox?: boolean | undefined;
+}
+
+/** Lines from stdin, one at a time, shared by the prompt loop and approval questions. */
+class LineReader {
+  readonly #lines: string[] = [];
+  readonly #waiting: Array<(line: string | undefined) => void> = [];
+  #closed = false;
+  readonly #close: () => void;
+
+  constructor(input: NodeJS.ReadableStream) {
+    const reader = createInterface({ input, terminal: false, crlfDelay: Number.POSITIVE_INFINITY });
+    reader.on('line', (line) => {
+      const waiter = this.#waiting.shift();
+      if (waiter === undefined) this.#lines.push(line);
+      else waiter(line);
+    });
+    reader.on('close', () => this.#end());
+    this.#close = () => reader.close();
+  }
+
+  /** The next line, or undefined at end of input. */
+  next(): Promise<string | undefined> {
+    const line = this.#lines.shift();
+    if (line !== undefined) return Promise.resolve(line);
+    if (this.#closed) return Promise.resolve(undefined);
+    return new Promise((resolve) => this.#waiting.push(resolve));
+  }
+
+  close(): void {
+    this.#close();
+    this.#end();
+  }
+
+  #end(): void {
+    this.#closed = true;
+    for (const waiter of this.#waiting.splice(0)) waiter(undefined);
+  }
+}
+
+/** `troupe chat`: one agent with the built-in tools the granted tiers allow, history kept across turns. */
+export function registerChatCommand(program: Command, io: CliIo): void {
+  program
+    .command('chat')
+    .description(
+      'talk to one agent with the built-in tools the granted tiers allow; exit, quit, end of input or Ctrl-C leave',
+    )
+    .option(
+      '--provider <name>',
+      'openai, anthropic or offline (default: from ANTHROPIC_API_KEY, then OPENAI_API_KEY)',
+    )
+    .option('--model <name>', 'model name for the provider')
+    .option('--base-url <url>', 'an OpenAI-compatible server (Ollama, vLLM, LM Studio…)')
+    .option('--workspace <dir>', 'the folder file tools may read', '.')
+    .option(
+      '--allow <tiers>',
+      `permission tiers to grant: read, write, exec, network or all (default ${CHAT_DEFAULT_GRANTS.join(',')})`,
+      parseAllow,
+    )
+    .option('--max-steps <n>', 'model calls per turn (default 10)', parsePositiveInteger)
+    .option('--approve', 'ask y/n before risky actions (writes, shell, python)')
+    .option('--unsafe-no-sandbox', 'UNSAFE: run shell and python without the OS sandbox')
+    .action(async (flags: ChatFlags) => {
+      exitWith(await runChat(io, flags));
+    });
+}
+
+async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
+  const spec = resolveModelSpec(flags, io.env);
+  const cwd = io.cwd ?? process.cwd();
+  const workspace = resolveFolder(cwd, flags.workspace, '--workspace');
+  const grants = flags.allow ?? [...CHAT_DEFAULT_GRANTS];
+  const names = builtinToolNames.filter((name) =>
+    BUILTIN_TOOL_TIERS[name].every((tier) => grants.includes(tier)),
+  );
+  const redact = createRedactor(io.env);
+  const out = (text: string): void => io.stdout.write(`${redact(text)}\n`);
+  if (flags.unsafeNoSandbox === true) {
+    io.stderr.write('WARNING: --unsafe-no-sandbox: shell and python run WITHOUT the OS sandbox.\n');
+  }
+
+  const reader = io.stdin === undefined ? undefined : new LineReader(io.stdin);
+  const interactive = io.stdin?.isTTY === true;
+  const approve =
+    flags.approve === true
+      ? async (request: ApprovalRequest): Promise<boolean> => {
+          if (reader === undefined || !interactive) {
+            io.stderr.write(
+              `refused (no terminal to ask on): ${request.tool}: ${request.summary}\n`,
+            );
+            return false;
+          }
+          io.stderr.write(`? ${request.tool}: ${request.summary}\n  Allow? [y/N] `);
+          return /^\s*y(es)?\s*$/i.test((await reader.next()) ?? '');
+        }
+      : undefined;
+
+  const bus = new EventBus();
+  bus.onAny((event) => {
+    for (const line of chatLayout(event)) out(line);
+  });
+  const agent = new Agent({
+    name: 'chat',
+    role: 'chat',
+    runId: createRunId(),
+    model: createModel(spec, io.env),
+    tools: createBuiltinRegistry({ names }),
+    system: `You are a helpful assistant working in the user's workspace (${workspace}). Use your tools to look at files before you answer questions about them, and say so when you cannot find something. Be concise.`,
+    maxSteps: flags.maxSteps ?? 10,
+    events: bus,
+    toolContext: {
+      workspace,
+      grants,
+      env: io.env,
+      ...(approve === undefined ? {} : { approve }),
+      ...(flags.unsafeNoSandbox === true ? { unsafeNoSandbox: true } : {}),
+    },
+  });
+
+  out(
+    `troupe chat · ${describeModel(spec)} · workspace ${workspace}\ntools: ${names.join(', ') || '(none)'} · type exit or quit to leave`,
+  );
+  if (reader === undefined) return EXIT.ok;
+  const turn = new AbortController();
+  const onInterrupt = (): void => {
+    turn.abort(new Error('interrupted'));
+    reader.close();
+  };
+  io.signal?.addEventListener('abort', onInterrupt, { once: true });
+  try {
+    for (;;) {
+      if (interactive) io.stdout.write('> ');
+      const line = await reader.next();
+      if (line === undefined || turn.signal.aborted) break;
+      const input = line.trim();
+      if (input === '') continue;
+      if (EXIT_WORDS.has(input.toLowerCase())) break;
+      try {
+        const result = await agent.run(input, { signal: turn.signal });
+        if (result.stopReason === 'cancelled') break;
+        if (result.stopReason === 'error') {
+          io.stderr.write(`error: ${redact(result.error?.message ?? 'the model call failed')}\n`);
+          continue;
+        }
+        if (result.final !== '') out(result.final);
+        if (result.stopReason !== 'final') {
+          io.stderr.write(`(stopped: ${result.stopReason.replace('_', ' ')})\n`);
+        }
+      } catch (error) {
+        io.stderr.write(`error: ${redact(errorMessage(error))}\n`);
+      }
+    }
+  } finally {
+    io.signal?.removeEventListener('abort', onInterrupt);
+    reader.close();
+  }
+  if (interactive) io.stdout.write('\n');
+  return EXIT.ok;
+}

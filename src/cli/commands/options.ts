@@ -1,0 +1,169 @@
+import { existsSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { InvalidArgumentError } from 'commander';
+import { z } from 'zod';
+import { errorMessage, TroupeError } from '../../errors.js';
+import { type ModelSpec, ModelSpecSchema } from '../../model/model.js';
+import { type AnyRole, isRole } from '../../roles/role.js';
+import { parseTiers } from '../../tools/permissions.js';
+import type { PermissionTier } from '../../tools/tool.js';
+import { usageError } from '../context.js';
+
+/** The model a provider uses when `--model` is not given. */
+export const DEFAULT_MODELS = Object.freeze({
+  anthropic: 'claude-sonnet-4-5',
+  openai: 'gpt-4.1-mini',
+});
+
+/** The message for a run with no provider and no key in the environment. */
+export const NO_KEY_MESSAGE = [
+  'No model provider: neither ANTHROPIC_API_KEY nor OPENAI_API_KEY is set.',
+  'Set one of them in the environment (troupe reads keys only from there), or pick a provider with',
+  '--provider anthropic|openai, or run without any key on the built-in heuristic model with',
+  '--provider offline (for example: troupe demo).',
+].join('\n');
+
+/** The provider flags shared by run, chat and demo. */
+export interface ProviderFlags {
+  provider?: string | undefined;
+  model?: string | undefined;
+  baseUrl?: string | undefined;
+}
+
+function present(env: NodeJS.ProcessEnv, name: string): boolean {
+  const value = env[name];
+  return value !== undefined && value.trim() !== '';
+}
+
+/**
+ * The ModelSpec for the provider flags. The provider defaults from the
+ * environment: ANTHROPIC_API_KEY, then OPENAI_API_KEY. A missing key throws
+ * `usage.missing_key` with a message naming both variables and `--provider offline`.
+ */
+export function resolveModelSpec(flags: ProviderFlags, env: NodeJS.ProcessEnv): ModelSpec {
+  const provider =
+    flags.provider ??
+    (present(env, 'ANTHROPIC_API_KEY')
+      ? 'anthropic'
+      : present(env, 'OPENAI_API_KEY')
+        ? 'openai'
+        : undefined);
+  if (provider === undefined) throw new TroupeError('usage.missing_key', NO_KEY_MESSAGE);
+  let spec: ModelSpec;
+  switch (provider) {
+    case 'offline':
+      if (flags.model !== undefined || flags.baseUrl !== undefined) {
+        throw usageError('--model and --base-url do not apply to --provider offline.');
+      }
+      spec = { provider: 'offline' };
+      break;
+    case 'anthropic':
+      if (!present(env, 'ANTHROPIC_API_KEY')) {
+        throw new TroupeError(
+          'usage.missing_key',
+          `--provider anthropic needs ANTHROPIC_API_KEY in the environment. Set it, use --provider openai with OPENAI_API_KEY, or --provider offline.`,
+        );
+      }
+      spec = {
+        provider: 'anthropic',
+        model: flags.model ?? DEFAULT_MODELS.anthropic,
+        ...(flags.baseUrl === undefined ? {} : { baseURL: flags.baseUrl }),
+      };
+      break;
+    case 'openai':
+      // A local OpenAI-compatible server (--base-url) may need no key.
+      if (!present(env, 'OPENAI_API_KEY') && flags.baseUrl === undefined) {
+        throw new TroupeError(
+          'usage.missing_key',
+          `--provider openai needs OPENAI_API_KEY in the environment (or --base-url for a local OpenAI-compatible server). Set it, or use --provider offline.`,
+        );
+      }
+      spec = {
+        provider: 'openai',
+        model: flags.model ?? DEFAULT_MODELS.openai,
+        ...(flags.baseUrl === undefined ? {} : { baseURL: flags.baseUrl }),
+      };
+      break;
+    default:
+      throw usageError(`Unknown provider "${provider}". Use openai, anthropic or offline.`);
+  }
+  const parsed = ModelSpecSchema.safeParse(spec);
+  if (!parsed.success) throw usageError(`Invalid model options: ${z.prettifyError(parsed.error)}`);
+  return spec;
+}
+
+/** Commander parser: a whole number of at least 1. */
+export function parsePositiveInteger(value: string): number {
+  const number = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(number) || number < 1) {
+    throw new InvalidArgumentError('expected a whole number of at least 1.');
+  }
+  return number;
+}
+
+/** Commander parser: a token count such as `20000`, `50k` or `1.5M`. */
+export function parseTokenCount(value: string): number {
+  const match = /^(\d+(?:\.\d+)?)\s*([kKmM]?)$/.exec(value.trim());
+  if (match === null)
+    throw new InvalidArgumentError('expected a token count such as 20000, 50k or 1.5M.');
+  const unit = (match[2] ?? '').toLowerCase();
+  const tokens = Math.round(Number(match[1]) * (unit === 'k' ? 1e3 : unit === 'm' ? 1e6 : 1));
+  if (tokens < 1) throw new InvalidArgumentError('expected at least 1 token.');
+  return tokens;
+}
+
+/** Commander parser: a duration, `90` (seconds), `90s`, `1500ms`, `10m` or `1h`; returns milliseconds. */
+export function parseDuration(value: string): number {
+  const match = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)?$/.exec(value.trim());
+  if (match === null)
+    throw new InvalidArgumentError('expected a duration such as 90, 90s, 10m or 1h.');
+  const factor = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[match[2] ?? 's'] ?? 1000;
+  const ms = Math.round(Number(match[1]) * factor);
+  if (ms < 1) throw new InvalidArgumentError('expected a duration above zero.');
+  return ms;
+}
+
+/** Commander parser: permission tiers (`read,network`, or `all`). */
+export function parseAllow(value: string): PermissionTier[] {
+  try {
+    return parseTiers(value);
+  } catch (error) {
+    throw new InvalidArgumentError(errorMessage(error));
+  }
+}
+
+/** The absolute path of an existing folder, or a usage error naming the flag. */
+export function resolveFolder(cwd: string, path: string, flag: string): string {
+  const absolute = resolve(cwd, path);
+  if (!existsSync(absolute) || !statSync(absolute).isDirectory()) {
+    throw usageError(`${flag} ${path}: no such folder (${absolute}).`);
+  }
+  return absolute;
+}
+
+/**
+ * Loads custom roles from an ES module: every exported role made with
+ * defineRole, and every exported array of them.
+ */
+export async function loadRoles(cwd: string, file: string): Promise<AnyRole[]> {
+  const absolute = resolve(cwd, file);
+  if (!existsSync(absolute)) throw usageError(`--roles ${file}: no such file (${absolute}).`);
+  let module: Record<string, unknown>;
+  try {
+    module = (await import(pathToFileURL(absolute).href)) as Record<string, unknown>;
+  } catch (error) {
+    throw usageError(`--roles ${file}: the module failed to load: ${errorMessage(error)}`);
+  }
+  const roles: AnyRole[] = [];
+  for (const value of Object.values(module)) {
+    if (isRole(value)) roles.push(value);
+    else if (Array.isArray(value)) roles.push(...value.filter(isRole));
+  }
+  if (roles.length === 0) {
+    throw usageError(
+      `--roles ${file}: the module exports no roles (make them with defineRole and export them).`,
+    );
+  }
+  return [...new Map(roles.map((role) => [role.name, role])).values()];
+}

@@ -1,0 +1,260 @@
+import { existsSync, mkdirSync, renameSync } from 'node:fs';
+import { isAbsolute, join, relative, resolve } from 'node:path';
+import type { Command } from 'commander';
+import { errorMessage, isTroupeError } from '../../errors.js';
+import { EventBus } from '../../events/bus.js';
+import { readTrace, TraceWriter } from '../../events/trace.js';
+import { describeModel, type ModelSpec } from '../../model/model.js';
+import { runJob } from '../../roles/coordinator.js';
+import type { AnyRole } from '../../roles/role.js';
+import { Runtime } from '../../runtime/runtime.js';
+import { DEFAULT_GRANTS } from '../../tools/permissions.js';
+import type { PermissionTier } from '../../tools/tool.js';
+import { createRunId } from '../../util/ids.js';
+import { createTerminalApprover } from '../approve.js';
+import {
+  type CliIo,
+  chooseOutputMode,
+  createRenderer,
+  EXIT,
+  exitWith,
+  type OutputMode,
+  usageError,
+} from '../context.js';
+import { LiveRenderer } from '../render/live.js';
+import {
+  loadRoles,
+  type ProviderFlags,
+  parseAllow,
+  parseDuration,
+  parsePositiveInteger,
+  parseTokenCount,
+  resolveFolder,
+  resolveModelSpec,
+} from './options.js';
+
+/** Everything a job run needs, resolved from flags (run) or fixed (demo). */
+export interface JobSettings {
+  task: string | undefined;
+  spec: ModelSpec;
+  workspace: string;
+  /** Absolute path of the folder holding run folders. */
+  out: string;
+  grants: readonly PermissionTier[];
+  roles: readonly AnyRole[];
+  threads?: number | undefined;
+  maxSteps?: number | undefined;
+  budgetTokens?: number | undefined;
+  timeoutMs?: number | undefined;
+  /** Resume this run id instead of starting a new run. */
+  resume?: string | undefined;
+  mode: OutputMode;
+  approve: boolean;
+  /** The environment models and tools see. */
+  env: NodeJS.ProcessEnv;
+}
+
+interface RunFlags extends ProviderFlags {
+  roles?: string | undefined;
+  threads?: number | undefined;
+  maxSteps?: number | undefined;
+  budget?: number | undefined;
+  timeout?: number | undefined;
+  workspace: string;
+  allow?: PermissionTier[] | undefined;
+  out: string;
+  json?: boolean | undefined;
+  quiet?: boolean | undefined;
+  resume?: string | undefined;
+  approve?: boolean | undefined;
+}
+
+/** `troupe run "<task>"`: a coordinator splits the task among sub-agents; watch it live. */
+export function registerRunCommand(program: Command, io: CliIo): void {
+  program
+    .command('run')
+    .description('run a task: a coordinator splits it among sub-agents that work in parallel')
+    .argument('[task]', 'what to do (optional with --resume: the original task is reused)')
+    .option(
+      '--provider <name>',
+      'openai, anthropic or offline (default: from ANTHROPIC_API_KEY, then OPENAI_API_KEY)',
+    )
+    .option('--model <name>', 'model name for the provider')
+    .option('--base-url <url>', 'an OpenAI-compatible server (Ollama, vLLM, LM Studio…)')
+    .option('--roles <file>', 'an ES module exporting custom roles (made with defineRole)')
+    .option('--threads <n>', 'worker threads (default: cores, at most 4)', parsePositiveInteger)
+    .option('--max-steps <n>', "the coordinator's model calls (default 10)", parsePositiveInteger)
+    .option('--budget <tokens>', 'token budget for the whole run (e.g. 200k)', parseTokenCount)
+    .option('--timeout <duration>', 'wall-time limit for the run (90, 90s, 10m, 1h)', parseDuration)
+    .option('--workspace <dir>', 'the folder file tools may read', '.')
+    .option(
+      '--allow <tiers>',
+      `permission tiers to grant: read, write, exec, network or all (default ${DEFAULT_GRANTS.join(',')})`,
+      parseAllow,
+    )
+    .option('--out <dir>', 'where run folders go', 'troupe-runs')
+    .option('--json', 'print every event as NDJSON on stdout (progress goes to stderr)')
+    .option('--quiet', 'plain lines instead of the live view')
+    .option(
+      '--resume <runId>',
+      'continue an interrupted run: reuse the results of sub-agents that finished',
+    )
+    .option(
+      '--approve',
+      'ask y/n on the terminal before risky actions (refused without a terminal)',
+    )
+    .action(async (task: string | undefined, flags: RunFlags) => {
+      const cwd = io.cwd ?? process.cwd();
+      if (task === undefined && flags.resume === undefined) {
+        throw usageError(
+          'troupe run needs a task, e.g. troupe run "Compare the reports in docs/" (or --resume <runId>).',
+        );
+      }
+      if (task !== undefined && task.trim() === '') throw usageError('The task is empty.');
+      const settings: JobSettings = {
+        task,
+        spec: resolveModelSpec(flags, io.env),
+        workspace: resolveFolder(cwd, flags.workspace, '--workspace'),
+        out: resolve(cwd, flags.out),
+        grants: flags.allow ?? [...DEFAULT_GRANTS],
+        roles: flags.roles === undefined ? [] : await loadRoles(cwd, flags.roles),
+        threads: flags.threads,
+        maxSteps: flags.maxSteps,
+        budgetTokens: flags.budget,
+        timeoutMs: flags.timeout,
+        resume: flags.resume,
+        mode: chooseOutputMode(io, flags),
+        approve: flags.approve === true,
+        env: io.env,
+      };
+      exitWith(await executeJob(io, settings));
+    });
+}
+
+function show(cwd: string, path: string): string {
+  const relativePath = relative(cwd, path);
+  return relativePath !== '' && !relativePath.startsWith('..') && !isAbsolute(relativePath)
+    ? relativePath
+    : path;
+}
+
+// A resumed run starts a fresh trace.jsonl (seq is gap-free per attempt); earlier attempts stay beside it.
+function rotateTrace(tracePath: string): void {
+  if (!existsSync(tracePath)) return;
+  let attempt = 1;
+  while (existsSync(tracePath.replace(/\.jsonl$/, `.${attempt}.jsonl`))) attempt += 1;
+  renameSync(tracePath, tracePath.replace(/\.jsonl$/, `.${attempt}.jsonl`));
+}
+
+/**
+ * Runs the research job with the coordinator on a fresh Runtime: writes
+ * `<out>/<runId>/trace.jsonl`, results and the report, renders every event,
+ * and returns the exit code (0 completed, 1 failed, 130 interrupted).
+ */
+export async function executeJob(io: CliIo, settings: JobSettings): Promise<number> {
+  const cwd = io.cwd ?? process.cwd();
+  const runId = settings.resume ?? createRunId();
+  const runDir = join(settings.out, runId);
+  const tracePath = join(runDir, 'trace.jsonl');
+  let task = settings.task;
+  if (settings.resume !== undefined) {
+    if (!existsSync(runDir)) {
+      throw usageError(`Cannot resume ${runId}: there is no run folder ${runDir} (check --out).`);
+    }
+    if (task === undefined && existsSync(tracePath)) {
+      task = readTrace(tracePath).events.find((event) => event.type === 'run.started')?.task;
+    }
+    if (task === undefined) {
+      throw usageError(
+        `Cannot resume ${runId}: its trace has no run.started event; pass the task again.`,
+      );
+    }
+    rotateTrace(tracePath);
+  }
+  if (task === undefined) throw usageError('troupe run needs a task.');
+  mkdirSync(runDir, { recursive: true });
+
+  const bus = new EventBus();
+  const trace = new TraceWriter(tracePath, { env: io.env });
+  trace.attach(bus);
+  const renderer = createRenderer(settings.mode, io, { model: describeModel(settings.spec) });
+  bus.onAny((event) => renderer.handle(event));
+  const progress = settings.mode === 'json' ? io.stderr : io.stdout;
+  if (settings.mode === 'json') {
+    io.stderr.write(
+      `troupe: run ${runId}${settings.resume === undefined ? '' : ' (resumed)'} started; trace ${show(cwd, tracePath)}\n`,
+    );
+  }
+  renderer.start?.();
+
+  const interrupt = new AbortController();
+  const onInterrupt = (): void => interrupt.abort(new Error('interrupted (Ctrl-C)'));
+  if (io.signal?.aborted === true) onInterrupt();
+  io.signal?.addEventListener('abort', onInterrupt, { once: true });
+  const live = renderer instanceof LiveRenderer ? renderer : undefined;
+  const runtime = new Runtime({
+    model: settings.spec,
+    roles: [...settings.roles],
+    ...(settings.threads === undefined ? {} : { threads: settings.threads }),
+    workspace: settings.workspace,
+    outDir: runDir,
+    grants: [...settings.grants],
+    ...(settings.budgetTokens === undefined && settings.timeoutMs === undefined
+      ? {}
+      : {
+          budget: {
+            ...(settings.budgetTokens === undefined ? {} : { tokens: settings.budgetTokens }),
+            ...(settings.timeoutMs === undefined ? {} : { timeMs: settings.timeoutMs }),
+          },
+        }),
+    runId,
+    bus,
+    ...(settings.approve
+      ? {
+          approve: createTerminalApprover(io, {
+            pause: () => live?.pause(),
+            resume: () => live?.resume(),
+          }),
+        }
+      : {}),
+    results: { dir: join(runDir, 'results'), reuse: settings.resume !== undefined },
+    env: settings.env,
+  });
+
+  let status: string | undefined;
+  let failure: unknown;
+  try {
+    const result = await runJob({
+      task,
+      runtime,
+      signal: interrupt.signal,
+      ...(settings.maxSteps === undefined ? {} : { maxSteps: settings.maxSteps }),
+    });
+    status = result.status;
+  } catch (error) {
+    failure = error;
+  } finally {
+    io.signal?.removeEventListener('abort', onInterrupt);
+    await runtime.close();
+    trace.close();
+    renderer.finish();
+  }
+
+  const reportPath = join(runDir, 'report.md');
+  const footer = [
+    `trace   ${show(cwd, tracePath)}`,
+    ...(existsSync(reportPath) ? [`report  ${show(cwd, reportPath)}`] : []),
+  ];
+  progress.write(`\n${footer.join('\n')}\n`);
+  if (interrupt.signal.aborted) {
+    io.stderr.write(
+      `\nInterrupted: every agent was cancelled and the trace was flushed to ${show(cwd, tracePath)}.\nResume with: troupe run --resume ${runId}${show(cwd, settings.out) === 'troupe-runs' ? '' : ` --out ${show(cwd, settings.out)}`}\n`,
+    );
+    return EXIT.interrupted;
+  }
+  if (failure !== undefined) {
+    io.stderr.write(`error: ${errorMessage(failure)}\n`);
+    return isTroupeError(failure) && failure.code.startsWith('usage.') ? EXIT.usage : EXIT.failed;
+  }
+  return status === 'completed' ? EXIT.ok : EXIT.failed;
+}

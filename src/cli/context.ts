@@ -1,0 +1,62 @@
+import { CommanderError } from 'commander';
+import { TroupeError } from '../errors.js';
+import { JsonRenderer } from './render/json.js';
+import { LineRenderer } from './render/lines.js';
+import { LiveRenderer } from './render/live.js';
+import type { EventRenderer } from './render/renderer.js';
+import { supportsColor, type TerminalOutput } from './terminal.js';
+
+/** Exit codes of the troupe CLI. */
+export const EXIT = Object.freeze({ ok: 0, failed: 1, usage: 2, interrupted: 130 });
+
+/** What the CLI talks to: its outputs, environment, input and Ctrl-C. Tests pass fakes. */
+export interface CliIo {
+  stdout: TerminalOutput;
+  stderr: TerminalOutput;
+  env: NodeJS.ProcessEnv;
+  /** Input for `chat` and `--approve` prompts (default none: chat reads nothing, approvals are refused). */
+  stdin?: (NodeJS.ReadableStream & { isTTY?: boolean | undefined }) | undefined;
+  /** The folder relative paths are resolved against (default process.cwd()). */
+  cwd?: string | undefined;
+  /** Aborts when the person presses Ctrl-C. */
+  signal?: AbortSignal | undefined;
+}
+
+/** Ends a command with an exit code (caught by runCli). */
+export function exitWith(code: number): never {
+  throw new CommanderError(code, 'troupe.exit', '');
+}
+
+/** A usage error: the CLI prints the message and exits 2. */
+export function usageError(message: string): TroupeError {
+  return new TroupeError('usage.invalid_option', message);
+}
+
+/** How a run or replay is shown. */
+export type OutputMode = 'live' | 'lines' | 'json';
+
+/** `--json` wins; then line mode for `--quiet`, NO_COLOR or a non-TTY stdout; else the live view. */
+export function chooseOutputMode(
+  io: CliIo,
+  flags: { json?: boolean | undefined; quiet?: boolean | undefined },
+): OutputMode {
+  if (flags.json === true) return 'json';
+  if (flags.quiet === true || !supportsColor(io.stdout, io.env)) return 'lines';
+  return 'live';
+}
+
+/** The renderer for a mode, writing to stdout. */
+export function createRenderer(
+  mode: OutputMode,
+  io: CliIo,
+  options: { model?: string | undefined } = {},
+): EventRenderer & { start?: () => void } {
+  switch (mode) {
+    case 'json':
+      return new JsonRenderer({ output: io.stdout, env: io.env });
+    case 'lines':
+      return new LineRenderer({ output: io.stdout, env: io.env });
+    case 'live':
+      return new LiveRenderer({ output: io.stdout, env: io.env, model: options.model });
+  }
+}
