@@ -101,12 +101,14 @@ export {
 } from './tools/catalogue.js';
 export type { OsSandboxOptions, SandboxStatus } from './tools/os-sandbox.js';
 export { probeSandbox, SANDBOX_INSTALL_HINT } from './tools/os-sandbox.js';
+export type { RunGrants } from './tools/permissions.js';
 export {
   ALLOW_FLAG,
   assertRoleGranted,
   DEFAULT_GRANTS,
   PERMISSION_TIERS,
   parseTiers,
+  resolveGrants,
 } from './tools/permissions.js';
 export type { ToolRegistryOptions, ToolResult } from './tools/registry.js';
 export { ToolRegistry } from './tools/registry.js';

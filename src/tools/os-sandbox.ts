@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { TroupeError } from '../errors.js';
 
@@ -150,7 +151,7 @@ export function bwrapArgs(spec: SandboxSpec): string[] {
     ...['--proc', '/proc'],
     ...['--tmpfs', '/tmp'],
   ];
-  const hidden = spec.hiddenPaths ?? defaultHiddenPaths(spec.env['HOME']);
+  const hidden = spec.hiddenPaths ?? defaultHiddenPaths(spec.env['HOME'] ?? os.homedir());
   for (const secret of hidden) {
     if (!existsSync(secret) || isInsideOrEqual(spec.workspace, secret)) continue;
     // A folder becomes an empty tmpfs; a file is replaced by /dev/null.

@@ -120,3 +120,29 @@ export function assertRoleGranted(
     { details: { role: roleName, missing: tiers } },
   );
 }
+
+/** The grants of a run, from its `--allow` option. */
+export interface RunGrants {
+  grants: PermissionTier[];
+  /**
+   * True when writes must stay in the run's output folder: the user did not
+   * grant write explicitly, so the runtime sets `ToolContext.outputDir` for
+   * every agent that can write, not only the reporter.
+   */
+  confineWritesToOutput: boolean;
+}
+
+/**
+ * The grants for a run: `DEFAULT_GRANTS` with writes confined to the output
+ * folder when `allow` is undefined, else exactly the parsed tiers (writes
+ * anywhere in the workspace only when `write` is among them).
+ *
+ * @example
+ * resolveGrants(undefined); // { grants: ['read', 'write', 'network'], confineWritesToOutput: true }
+ * resolveGrants('read,exec'); // { grants: ['read', 'exec'], confineWritesToOutput: true }
+ */
+export function resolveGrants(allow: string | undefined): RunGrants {
+  if (allow === undefined) return { grants: [...DEFAULT_GRANTS], confineWritesToOutput: true };
+  const grants = parseTiers(allow);
+  return { grants, confineWritesToOutput: !grants.includes('write') };
+}

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { isTroupeError } from '../../src/errors.js';
 import { shellTool } from '../../src/tools/builtin/shell.js';
-import { assertRoleGranted, DEFAULT_GRANTS, parseTiers } from '../../src/tools/permissions.js';
+import {
+  assertRoleGranted,
+  DEFAULT_GRANTS,
+  parseTiers,
+  resolveGrants,
+} from '../../src/tools/permissions.js';
 
 function thrown(run: () => void): unknown {
   try {
@@ -67,5 +72,25 @@ describe('assertRoleGranted', () => {
         'usage.unknown_tool',
       ),
     ).toBe(true);
+  });
+});
+
+describe('resolveGrants', () => {
+  it('uses the defaults with writes confined to the output folder when --allow is absent', () => {
+    expect(resolveGrants(undefined)).toEqual({
+      grants: ['read', 'write', 'network'],
+      confineWritesToOutput: true,
+    });
+  });
+
+  it('grants exactly what --allow says, confining writes unless write is granted', () => {
+    expect(resolveGrants('read,exec')).toEqual({
+      grants: ['read', 'exec'],
+      confineWritesToOutput: true,
+    });
+    expect(resolveGrants('read,write')).toEqual({
+      grants: ['read', 'write'],
+      confineWritesToOutput: false,
+    });
   });
 });

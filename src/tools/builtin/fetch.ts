@@ -127,7 +127,8 @@ export function createFetchTool(options: FetchToolOptions = {}): Tool<FetchUrlIn
         );
       }
     }
-    return addresses[0] as ResolvedAddress;
+    // IPv4 first: hosts without an IPv6 route are common, and there is no silent fallback.
+    return [...addresses].sort((a, b) => a.family - b.family)[0] as ResolvedAddress;
   }
 
   async function fetchChecked(start: URL, maxBytes: number, signal: AbortSignal): Promise<Fetched> {

@@ -4,7 +4,7 @@ import type { OsSandboxOptions } from '../os-sandbox.js';
 import { resolveInScope } from '../sandbox.js';
 import { defineTool, type Tool } from '../tool.js';
 import { requireApproval } from './approval.js';
-import { describeProcessResult, runExec } from './run-process.js';
+import { describeProcessResult, type ProcessResult, prepareExec } from './run-process.js';
 
 /** Options for the python tool. */
 export interface PythonToolOptions {
@@ -57,15 +57,10 @@ export function createPythonTool(options: PythonToolOptions = {}): Tool<PythonIn
     execute: async (input, context) => {
       const workspace = await resolveInScope({ root: context.workspace }, '.');
       const lines = input.code.split('\n').length;
-      await requireApproval(
-        context,
-        'python',
-        `run a ${lines}-line Python snippet in the workspace`,
-      );
-      context.progress?.(`python (${lines} lines)`);
       const timeoutMs = input.timeoutMs ?? defaultTimeoutMs;
+      let run: () => Promise<ProcessResult>;
       try {
-        const result = await runExec(
+        run = await prepareExec(
           {
             tool: 'python',
             program: interpreter,
@@ -86,7 +81,6 @@ export function createPythonTool(options: PythonToolOptions = {}): Tool<PythonIn
           },
           context,
         );
-        return describeProcessResult('python', result, timeoutMs);
       } catch (error) {
         if (isTroupeError(error, 'tool.failed') && error.details?.['notFound'] === true) {
           throw new TroupeError(
@@ -97,6 +91,13 @@ export function createPythonTool(options: PythonToolOptions = {}): Tool<PythonIn
         }
         throw error;
       }
+      await requireApproval(
+        context,
+        'python',
+        `run a ${lines}-line Python snippet in the workspace`,
+      );
+      context.progress?.(`python (${lines} lines)`);
+      return describeProcessResult('python', await run(), timeoutMs);
     },
   });
 }

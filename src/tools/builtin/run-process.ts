@@ -204,12 +204,18 @@ export interface ExecRequest {
 }
 
 /**
- * Runs an exec tool's program: with a scrubbed environment, under
- * bubblewrap (network only with the network tier), or directly when
- * `context.unsafeNoSandbox` is set. Refuses with `sandbox.unavailable` when
- * the sandbox cannot start and there is no opt-out.
+ * Prepares an exec tool's program and returns the function that runs it.
+ * Everything that can refuse without running anything happens here, before
+ * the tool asks for approval: the program is looked up on PATH, and the
+ * sandbox must be able to start (`sandbox.unavailable` with an install hint)
+ * unless `context.unsafeNoSandbox` is set. The child gets a scrubbed
+ * environment and runs under bubblewrap, with network only when the network
+ * tier is granted.
  */
-export async function runExec(request: ExecRequest, context: ToolContext): Promise<ProcessResult> {
+export async function prepareExec(
+  request: ExecRequest,
+  context: ToolContext,
+): Promise<() => Promise<ProcessResult>> {
   const env = scrubEnv(context.env ?? process.env, {
     ...(request.passEnv === undefined ? {} : { passEnv: request.passEnv }),
     set: { TMPDIR: '/tmp', ...request.setEnv },
@@ -232,7 +238,7 @@ export async function runExec(request: ExecRequest, context: ToolContext): Promi
     ...(request.input === undefined ? {} : { input: request.input }),
   };
   if (context.unsafeNoSandbox === true) {
-    return runProcess({ ...common, file, args: request.args, env });
+    return () => runProcess({ ...common, file, args: request.args, env });
   }
   const bwrap = await requireSandbox(request.tool, request.sandbox);
   const args = bwrapArgs({
@@ -245,7 +251,7 @@ export async function runExec(request: ExecRequest, context: ToolContext): Promi
   });
   // bwrap itself gets the scrubbed environment too: inside the sandbox it is PID 1,
   // and its /proc/1/environ is readable by the child.
-  return runProcess({ ...common, file: bwrap, args, env });
+  return () => runProcess({ ...common, file: bwrap, args, env });
 }
 
 /** Renders a finished process for the model; throws for failures (non-zero exit, timeout). */

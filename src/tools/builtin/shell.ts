@@ -5,7 +5,7 @@ import type { OsSandboxOptions } from '../os-sandbox.js';
 import { resolveInScope, showPath } from '../sandbox.js';
 import { defineTool, type Tool, type ToolContext } from '../tool.js';
 import { requireApproval, showCommand } from './approval.js';
-import { describeProcessResult, runExec } from './run-process.js';
+import { describeProcessResult, prepareExec } from './run-process.js';
 import {
   checkShellCommand,
   DEFAULT_SHELL_POLICY,
@@ -78,10 +78,8 @@ export function createShellTool(options: ShellToolOptions = {}): Tool<ShellInput
       checkShellCommand(input.program, input.args, policy);
       const cwd = await resolveWorkingDirectory(context, input.cwd);
       const commandLine = showCommand(input.program, input.args);
-      await requireApproval(context, 'shell', `run \`${commandLine}\` in ${cwd.relative}`);
-      context.progress?.(`$ ${commandLine}`);
       const timeoutMs = input.timeoutMs ?? defaultTimeoutMs;
-      const result = await runExec(
+      const run = await prepareExec(
         {
           tool: 'shell',
           program: input.program,
@@ -95,6 +93,9 @@ export function createShellTool(options: ShellToolOptions = {}): Tool<ShellInput
         },
         context,
       );
+      await requireApproval(context, 'shell', `run \`${commandLine}\` in ${cwd.relative}`);
+      context.progress?.(`$ ${commandLine}`);
+      const result = await run();
       return describeProcessResult(commandLine, result, timeoutMs);
     },
   });

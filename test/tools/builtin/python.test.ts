@@ -76,10 +76,11 @@ describe('python', () => {
     },
   );
 
-  it('asks for approval and does not run on a no', async () => {
+  it.skipIf(!hasPython)('asks for approval and does not run on a no', async () => {
     const approve = vi.fn(async () => false);
     const code = "open('ran.txt', 'w').write('x')";
-    const result = await callTool(pythonTool, { code }, contextFor(world.workspace, { approve }));
+    const context = contextFor(world.workspace, { approve, unsafeNoSandbox: true });
+    const result = await callTool(pythonTool, { code }, context);
     expect(approve).toHaveBeenCalledWith({
       tool: 'python',
       agentId: 'agent-test',

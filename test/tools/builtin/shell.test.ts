@@ -52,6 +52,18 @@ describe('shell', () => {
     expect(result.content).not.toContain(SECRET);
   });
 
+  it('does not ask for approval when the sandbox cannot start anyway', async () => {
+    const approve = vi.fn(async () => true);
+    const tool = createShellTool({ sandbox: { bwrapPath: '/nonexistent/bwrap' } });
+    const result = await callTool(
+      tool,
+      { program: 'ls' },
+      contextFor(world.workspace, { approve }),
+    );
+    expect(outcome(result)).toBe('sandbox.unavailable');
+    expect(approve).not.toHaveBeenCalled();
+  });
+
   it('is refused without the exec tier', async () => {
     const result = await callTool(
       shellTool,
@@ -64,11 +76,9 @@ describe('shell', () => {
 
   it('asks for approval on every call and does not run on a no', async () => {
     const approve = vi.fn(async () => false);
-    const result = await callTool(
-      shellTool,
-      { program: 'ls', args: ['-a'] },
-      contextFor(world.workspace, { approve }),
-    );
+    // The opt-out keeps this test independent of bubblewrap; the approval comes first either way.
+    const context = contextFor(world.workspace, { approve, unsafeNoSandbox: true });
+    const result = await callTool(shellTool, { program: 'ls', args: ['-a'] }, context);
     expect(approve).toHaveBeenCalledWith({
       tool: 'shell',
       agentId: 'agent-test',
