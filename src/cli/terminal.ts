@@ -190,7 +190,8 @@ export class FrameWriter {
 
   /** Replaces the previous frame with `lines`. */
   render(lines: readonly string[]): void {
-    const width = Math.max((this.#output.columns ?? 80) - 1, 1);
+    // A pty of unknown size reports 0 columns: treat it as 80.
+    const width = Math.max((this.#output.columns || 80) - 1, 1);
     let text = this.#cursorHidden ? '' : HIDE_CURSOR;
     this.#cursorHidden = true;
     if (this.#height > 0) text += `\u001b[${this.#height}F`;

@@ -135,7 +135,7 @@ export class LiveRenderer implements EventRenderer {
 
   /** The lines of the current frame (header, tree, log), fitted to the terminal's height. */
   frame(): string[] {
-    const rows = Math.max(this.#output.rows ?? 24, 8);
+    const rows = Math.max(this.#output.rows || 24, 8);
     const logHeight = Math.min(8, Math.max(2, Math.floor(rows / 4)));
     const treeHeight = Math.max(rows - 3 - logHeight, 2);
     const log = this.#log.slice(-logHeight);

@@ -1,0 +1,270 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { stripAnsi } from '../../src/cli/terminal.js';
+import { followTrace } from '../../src/events/follow.js';
+import { type AgentEvent, AgentEventSchema } from '../../src/events/schema.js';
+import { readTrace } from '../../src/events/trace.js';
+
+// The CLI as a person runs it: node bin/troupe.js on the built dist/ (npm test builds first).
+const root = new URL('../../', import.meta.url).pathname;
+const bin = join(root, 'bin', 'troupe.js');
+const corpus = join(root, 'examples', 'corpus');
+const TASK = 'Compare the storage documents and write a report.';
+
+interface Outcome {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** A clean environment: no API keys from the machine running the tests. */
+function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: tmpdir(), ...extra };
+}
+
+function troupe(args: string[], env: NodeJS.ProcessEnv = cleanEnv()): Promise<Outcome> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [bin, ...args],
+      { env, cwd: root, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        resolve({
+          code: error === null ? 0 : typeof error.code === 'number' ? error.code : null,
+          stdout,
+          stderr,
+        });
+      },
+    );
+  });
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+function outDir(): string {
+  return mkdtempSync(join(tmpdir(), 'troupe-cli-out-'));
+}
+
+function onlyRun(out: string): string {
+  const runs = readdirSync(out);
+  expect(runs).toHaveLength(1);
+  return runs[0]!;
+}
+
+function parseLines(stdout: string): AgentEvent[] {
+  return stdout
+    .trimEnd()
+    .split('\n')
+    .map((line) => AgentEventSchema.parse(JSON.parse(line)));
+}
+
+beforeAll(() => {
+  if (!existsSync(join(root, 'dist', 'src', 'cli', 'main.js'))) {
+    throw new Error('dist/ is missing: run `npm run build` before these tests (npm test does).');
+  }
+});
+
+describe('troupe (child process, offline model)', () => {
+  it('runs the demo to completion and writes the trace and the report', async () => {
+    const out = outDir();
+    const result = await troupe(['demo', '--quiet', '--out', out]);
+    expect(result.code, result.stderr).toBe(0);
+    const runDir = join(out, onlyRun(out));
+    const trace = readTrace(join(runDir, 'trace.jsonl'));
+    expect(trace.invalidLines).toEqual([]);
+    expect(trace.events.at(-1)).toMatchObject({ type: 'run.finished', status: 'completed' });
+    const report = readFileSync(join(runDir, 'report.md'), 'utf8');
+    expect(report).toMatch(/^# /);
+    expect(report).toContain('no language model was used');
+    expect(report).toContain('### Figures side by side');
+    expect(result.stdout).toMatch(/Run \S+ completed in/);
+    expect(result.stdout).toContain(`report  ${join(runDir, 'report.md')}`);
+  });
+
+  it('prints only schema-valid NDJSON on stdout with --json, progress on stderr', async () => {
+    const out = outDir();
+    const result = await troupe([
+      'run',
+      TASK,
+      '--provider',
+      'offline',
+      '--workspace',
+      corpus,
+      '--out',
+      out,
+      '--json',
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    const events = parseLines(result.stdout);
+    expect(events[0]?.type).toBe('run.started');
+    expect(events.at(-1)).toMatchObject({ type: 'run.finished', status: 'completed' });
+    expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index));
+    const spawned = events
+      .filter((event) => event.type === 'agent.spawned')
+      .map((event) => event.agentId);
+    expect(spawned).toEqual(
+      expect.arrayContaining([
+        'coordinator',
+        'researcher-1',
+        'researcher-4',
+        'analyst-1',
+        'reporter-1',
+      ]),
+    );
+    expect(result.stderr).toContain('trace');
+  });
+
+  it('replays a trace with the same lines the run printed in line mode', async () => {
+    const out = outDir();
+    const live = await troupe([
+      'run',
+      TASK,
+      '--provider',
+      'offline',
+      '--workspace',
+      corpus,
+      '--out',
+      out,
+    ]);
+    expect(live.code, live.stderr).toBe(0);
+    const runId = onlyRun(out);
+    const replay = await troupe(['trace', runId, '--out', out]);
+    expect(replay.code, replay.stderr).toBe(0);
+    expect(replay.stdout.length).toBeGreaterThan(1000);
+    expect(live.stdout.slice(0, replay.stdout.length)).toBe(replay.stdout);
+    expect(live.stdout.slice(replay.stdout.length)).toMatch(/^\ntrace {3}\S+\nreport {2}\S+\n$/);
+  });
+
+  it('exits 2 with a clear message and nothing on stdout when arguments are bad', async () => {
+    for (const args of [
+      ['run', '--provider', 'offline'],
+      ['run', TASK, '--provider', 'offline', '--threads', 'two'],
+      ['trace'],
+      ['frobnicate'],
+    ]) {
+      const result = await troupe(args);
+      expect(result.code, args.join(' ')).toBe(2);
+      expect(result.stdout, args.join(' ')).toBe('');
+      expect(result.stderr, args.join(' ')).toMatch(/error|troupe/);
+    }
+  });
+
+  it('names the key variables and --provider offline when no key is set', async () => {
+    const result = await troupe(['run', TASK]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('ANTHROPIC_API_KEY');
+    expect(result.stderr).toContain('OPENAI_API_KEY');
+    expect(result.stderr).toContain('--provider offline');
+  });
+
+  it('re-runs only unfinished agents when a run killed with SIGKILL is resumed', async () => {
+    const out = outDir();
+    // Each offline model call waits, so the run is still going when it is killed.
+    const env = cleanEnv({ TROUPE_OFFLINE_DELAY_MS: '300' });
+    const child = spawn(
+      process.execPath,
+      [bin, 'run', TASK, '--provider', 'offline', '--workspace', corpus, '--out', out, '--quiet'],
+      {
+        env,
+        cwd: root,
+        stdio: 'ignore',
+      },
+    );
+    const done = exited(child);
+    const controller = new AbortController();
+    let runId: string | undefined;
+    while (runId === undefined) {
+      runId = readdirSync(out)[0];
+      if (runId === undefined) await new Promise((resolve) => setImmediate(resolve));
+    }
+    const tracePath = join(out, runId, 'trace.jsonl');
+    // Kill once the analyst has finished (after every researcher), while the reporter is still to come.
+    for await (const event of followTrace(tracePath, {
+      signal: controller.signal,
+      pollIntervalMs: 20,
+    })) {
+      if (event.type === 'agent.finished' && event.agentId === 'analyst-1') {
+        child.kill('SIGKILL');
+        break;
+      }
+    }
+    await done;
+    const first = readTrace(tracePath).events;
+    expect(first.some((event) => event.type === 'run.finished')).toBe(false);
+    const firstSpawned = first.filter(
+      (event) => event.type === 'agent.spawned' && event.agentId !== 'coordinator',
+    );
+    expect(firstSpawned.map((event) => event.agentId).sort()).toEqual([
+      'analyst-1',
+      'researcher-1',
+      'researcher-2',
+      'researcher-3',
+      'researcher-4',
+    ]);
+
+    const resumed = await troupe([
+      'run',
+      '--resume',
+      runId,
+      '--provider',
+      'offline',
+      '--workspace',
+      corpus,
+      '--out',
+      out,
+      '--json',
+    ]);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const events = parseLines(resumed.stdout);
+    const spawned = events
+      .filter((event) => event.type === 'agent.spawned')
+      .map((event) => event.agentId);
+    expect(spawned).toEqual(['coordinator', 'reporter-1']);
+    expect(events[0]).toMatchObject({ type: 'run.started', task: TASK });
+    expect(events.at(-1)).toMatchObject({ type: 'run.finished', status: 'completed' });
+    expect(existsSync(join(out, runId, 'trace.1.jsonl'))).toBe(true);
+    expect(readFileSync(join(out, runId, 'report.md'), 'utf8')).toContain('Figures side by side');
+  });
+});
+
+describe('troupe live view (pseudo-terminal)', () => {
+  const hasScript = existsSync('/usr/bin/script') || existsSync('/bin/script');
+
+  it.skipIf(!hasScript)('draws the agent tree and ends with the summary', async () => {
+    const out = outDir();
+    const log = join(out, 'typescript.log');
+    const command = `stty cols 120 rows 40; ${JSON.stringify(process.execPath)} ${JSON.stringify(bin)} demo --out ${JSON.stringify(out)}`;
+    const result = await new Promise<Outcome>((resolve) => {
+      execFile(
+        'script',
+        ['-qfec', command, log],
+        { env: cleanEnv({ TERM: 'xterm-256color', TROUPE_OFFLINE_DELAY_MS: '120' }), cwd: root },
+        (error, stdout, stderr) => {
+          resolve({
+            code: error === null ? 0 : typeof error.code === 'number' ? error.code : null,
+            stdout,
+            stderr,
+          });
+        },
+      );
+    });
+    expect(result.code, result.stderr).toBe(0);
+    const screen = readFileSync(log, 'utf8');
+    expect(screen).toContain('\u001b[?25l');
+    expect(screen).toContain('\u001b[?25h');
+    expect(screen).toMatch(/[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]/);
+    expect(screen).toContain('├─');
+    expect(screen).toContain('└─');
+    expect(screen).toContain('── recent ──');
+    const plain = stripAnsi(screen);
+    const tail = plain.slice(plain.lastIndexOf('Run '));
+    expect(tail).toMatch(/^Run \S+ completed in \S+ · 7 agents \(7 completed\)/);
+    expect(tail).toMatch(/total\s+7\s+7\s+0\s+0/);
+    expect(tail).toContain('report  ');
+  });
+});
