@@ -5,10 +5,10 @@ import type { AnthropicSpec, Model } from '../model.js';
 import type { ModelCallOptions, ModelRequest, ModelResponse, ModelStreamPart } from '../types.js';
 import {
   type AnthropicRequestBody,
-  AnthropicStreamAssembler,
   fromAnthropicMessage,
   toAnthropicRequest,
 } from './anthropic-convert.js';
+import { AnthropicStreamAssembler } from './anthropic-stream.js';
 import {
   cancelledError,
   type ProviderErrorContext,

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import {
-  AnthropicStreamAssembler,
   canEnableThinking,
   fromAnthropicStopReason,
   fromAnthropicUsage,
@@ -8,6 +7,7 @@ import {
   toAnthropicRequest,
   toAnthropicToolId,
 } from '../../../src/model/providers/anthropic-convert.js';
+import { AnthropicStreamAssembler } from '../../../src/model/providers/anthropic-stream.js';
 import { pairToolResults } from '../../../src/model/providers/prepare-request.js';
 import type { Message, ToolCall } from '../../../src/model/types.js';
 import { checkAnthropicRequest } from '../../helpers/mock-anthropic-server.js';

@@ -4,11 +4,11 @@ import {
   fromOpenAIFinishReason,
   fromOpenAIUsage,
   OpenAIStreamAssembler,
-  ThinkTagSplitter,
   toOpenAIMessages,
   toOpenAIRequest,
   wireArguments,
 } from '../../../src/model/providers/openai-convert.js';
+import { ThinkTagSplitter } from '../../../src/model/providers/think-tag-splitter.js';
 import type { Message, ToolCall } from '../../../src/model/types.js';
 import { checkOpenAIRequest } from '../../helpers/mock-openai-server.js';
 
