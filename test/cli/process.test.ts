@@ -232,6 +232,88 @@ describe('troupe (child process, offline model)', () => {
   });
 });
 
+describe('troupe interrupted and followed (child process)', () => {
+  async function startSlowRun(
+    out: string,
+    extra: string[] = [],
+  ): Promise<{
+    child: ChildProcess;
+    runId: string;
+    stderr: () => string;
+    done: Promise<number | null>;
+  }> {
+    const child = spawn(
+      process.execPath,
+      [
+        bin,
+        'run',
+        TASK,
+        '--provider',
+        'offline',
+        '--workspace',
+        corpus,
+        '--out',
+        out,
+        '--quiet',
+        ...extra,
+      ],
+      {
+        env: cleanEnv({ TROUPE_OFFLINE_DELAY_MS: '200' }),
+        cwd: root,
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const done = new Promise<number | null>((resolve) =>
+      child.once('exit', (code) => resolve(code)),
+    );
+    let runId: string | undefined;
+    while (runId === undefined) {
+      runId = readdirSync(out)[0];
+      if (runId === undefined) await new Promise((resolve) => setImmediate(resolve));
+    }
+    return { child, runId, stderr: () => stderr, done };
+  }
+
+  it('cancels every agent, flushes the trace and exits 130 on Ctrl-C', async () => {
+    const out = outDir();
+    const run = await startSlowRun(out);
+    const tracePath = join(out, run.runId, 'trace.jsonl');
+    for await (const event of followTrace(tracePath, { pollIntervalMs: 20 })) {
+      if (event.type === 'tool.call' && event.agentId === 'researcher-1') {
+        run.child.kill('SIGINT');
+        break;
+      }
+    }
+    expect(await run.done).toBe(130);
+    expect(run.stderr()).toContain('Interrupted: every agent was cancelled');
+    expect(run.stderr()).toContain(`Resume with: troupe run --resume ${run.runId}`);
+    const events = readTrace(tracePath).events;
+    expect(events.at(-1)).toMatchObject({ type: 'run.finished', status: 'cancelled' });
+    const spawned = events
+      .filter((event) => event.type === 'agent.spawned')
+      .map((event) => event.agentId);
+    const finished = events
+      .filter((event) => event.type === 'agent.finished')
+      .map((event) => event.agentId);
+    expect(finished.sort()).toEqual(spawned.sort());
+  });
+
+  it('follows a run in progress and prints what a replay of the finished trace prints', async () => {
+    const out = outDir();
+    const run = await startSlowRun(out);
+    const followed = await troupe(['trace', run.runId, '--out', out, '--follow']);
+    expect(await run.done).toBe(0);
+    expect(followed.code, followed.stderr).toBe(0);
+    const replay = await troupe(['trace', run.runId, '--out', out]);
+    expect(followed.stdout).toBe(replay.stdout);
+    expect(followed.stdout).toContain('run finished: completed');
+  });
+});
+
 describe('troupe live view (pseudo-terminal)', () => {
   const hasScript = existsSync('/usr/bin/script') || existsSync('/bin/script');
 
