@@ -1,88 +1,28 @@
 import { availableParallelism } from 'node:os';
-import { errorMessage, TroupeError } from '../errors.js';
+import { errorMessage, type SerializedError, TroupeError } from '../errors.js';
 import { EventBus, type Unsubscribe } from '../events/bus.js';
-import type {
-  AgentStatus,
-  AgentStopReason,
-  EventPayload,
-  UnsequencedEvent,
-} from '../events/schema.js';
+import type { EventPayload, UnsequencedEvent } from '../events/schema.js';
 import { describeModel, type ModelSpec } from '../model/model.js';
 import { builtinRoles } from '../roles/builtin.js';
-import { type AnyRole, isRole, parseRoleOutput, toRoleSpec } from '../roles/role.js';
+import { type AnyRole, isRole } from '../roles/role.js';
 import type { ApprovalRequest, PermissionTier } from '../tools/tool.js';
 import { createRunId } from '../util/ids.js';
-import { ActorRecord, type ActorResult, type AgentRef, type SpawnOptions } from './actor.js';
-import { type DelegateInput, runDelegation } from './delegation.js';
+import { ActorRecord, type AgentRef, type SpawnOptions } from './actor.js';
+import { createAgentRef, refusedRef, reusedRef } from './actor-ref.js';
+import { ActorTable } from './actor-table.js';
+import { runDelegation } from './delegation.js';
+import { HostLink } from './host-link.js';
+import { ActorLifecycle, type StopKind } from './lifecycle.js';
 import { Mailbox } from './mailbox.js';
-import type { ActorOutcome, RoleSpec, WorkerToMain } from './protocol.js';
 import { ResultStore } from './result-store.js';
 import { Router } from './router.js';
+import type { RuntimeOptions } from './runtime-options.js';
 import { plainError, ToolIndex } from './runtime-support.js';
+import { Scheduler } from './scheduler.js';
 import { Supervisor } from './supervisor.js';
-import type { Transport } from './transport.js';
 import { LocalTransport } from './transports/local.js';
-import { type BudgetCrossing, TreeBudget, type TreeBudgetLimits } from './tree-budget.js';
-import { type ModelPrice, UsageLedger, type UsageTotals } from './usage-ledger.js';
-
-/** Memory limits of each worker thread (Node's `resourceLimits`), in megabytes. */
-export interface ThreadLimits {
-  maxOldGenerationSizeMb?: number;
-  maxYoungGenerationSizeMb?: number;
-  codeRangeSizeMb?: number;
-  stackSizeMb?: number;
-}
-
-/** How a Runtime is built. */
-export interface RuntimeOptions {
-  /** The model of roles that name none. */
-  model: ModelSpec;
-  /** Roles added to the built-ins (a role with a built-in's name replaces it). */
-  roles?: readonly AnyRole[] | undefined;
-  /** Worker threads (default the available cores, at most 4). */
-  threads?: number | undefined;
-  /** Absolute path of the workspace; file tools stay inside it. */
-  workspace: string;
-  /** Absolute path of the run's output folder; writes are confined to it. */
-  outDir?: string | undefined;
-  /** The permission tiers this run grants. */
-  grants: readonly PermissionTier[];
-  /** Absolute paths of ESM modules exporting tools; every thread loads them. */
-  toolModules?: readonly string[] | undefined;
-  /** One budget for the whole tree. */
-  budget?: TreeBudgetLimits | undefined;
-  /** US dollars per million tokens, per model name. */
-  prices?: Readonly<Record<string, ModelPrice>> | undefined;
-  runId?: string | undefined;
-  /** The bus every event goes to (default a new one). */
-  bus?: EventBus | undefined;
-  /** Answers approval requests of tools in any thread. */
-  approve?: ((request: ApprovalRequest) => Promise<boolean>) | undefined;
-  /** Store completed results in `dir`; with `reuse`, a spawn whose result is stored returns it at once. */
-  results?: { dir: string; reuse: boolean } | undefined;
-  /** How deep delegation may go below the coordinator (default 3). */
-  maxDepth?: number | undefined;
-  /** The environment models and tools see (default process.env). */
-  env?: NodeJS.ProcessEnv | undefined;
-  /** Where actors run (default worker threads on this machine). */
-  transport?: Transport | undefined;
-  /** Per-thread memory limits; a thread past them dies, its actors fail, the pool replaces it. */
-  threadLimits?: ThreadLimits | undefined;
-  /** How long a cancelled actor gets to stop before its thread is stopped, in milliseconds (default 5,000). */
-  cancelGraceMs?: number | undefined;
-  /** Actors per thread at once; more wait in the admission queue (default 5,000). */
-  maxActorsPerThread?: number | undefined;
-  /** Spawns waiting for a place before more are refused (default 100,000). */
-  maxQueued?: number | undefined;
-}
-
-interface Node {
-  depth: number;
-  key: string;
-  children: Set<string>;
-}
-
-type Finish = { final: string; steps: number; stopReason: AgentStopReason; output?: unknown };
+import { type BudgetCrossing, TreeBudget } from './tree-budget.js';
+import { UsageLedger, type UsageTotals } from './usage-ledger.js';
 
 /**
  * Hosts actors (sub-agents) on a pool of worker threads, routes their
@@ -101,25 +41,19 @@ export class Runtime {
   readonly runId: string;
   readonly #options: RuntimeOptions;
   readonly #roles = new Map<string, AnyRole>();
-  readonly #specs = new WeakMap<AnyRole, RoleSpec>();
-  readonly #records = new Map<string, ActorRecord>();
-  readonly #roots = new Map<string, Node>();
-  readonly #counters = new Map<string, number>();
-  readonly #queue: ActorRecord[] = [];
-  readonly #load = new Map<number, number>();
+  readonly #table = new ActorTable();
   readonly #router: Router;
   readonly #ledger: UsageLedger;
   readonly #budget: TreeBudget;
-  readonly #supervisor = new Supervisor();
   readonly #store: ResultStore | undefined;
-  readonly #transport: Transport;
+  readonly #scheduler: Scheduler;
+  readonly #lifecycle: ActorLifecycle;
+  readonly #link: HostLink;
   readonly #tools: ToolIndex;
   readonly #budgetListeners = new Set<(crossing: BudgetCrossing) => void>();
   readonly #timers: NodeJS.Timeout[] = [];
   readonly #startedAt = Date.now();
   readonly #graceMs: number;
-  readonly #maxPerHost: number;
-  #started = false;
   #closed = false;
   #closing: Promise<void> | undefined;
   #fatal: TroupeError | undefined;
@@ -135,43 +69,63 @@ export class Runtime {
       this.#roles.set(role.name, role);
     }
     this.#graceMs = options.cancelGraceMs ?? 5000;
-    this.#maxPerHost = options.maxActorsPerThread ?? 5000;
     this.#budget = new TreeBudget(options.budget);
     this.#ledger = new UsageLedger(options.prices);
     this.#store = options.results === undefined ? undefined : new ResultStore(options.results);
     this.#tools = new ToolIndex(options.toolModules ?? []);
     this.#router = new Router({
       deliver: (actorId, message) => this.#deliver(actorId, message),
-      close: (actorId, channel) =>
-        this.#send(actorId, { type: 'channel.closed', actorId, channel }),
+      close: (actorId, channel) => {
+        const record = this.#table.get(actorId);
+        if (record !== undefined)
+          this.#scheduler.send(record, { type: 'channel.closed', actorId, channel });
+      },
       sent: (from, channel, messageId, payload) =>
-        this.#emitFor(from, { type: 'message.sent', channel, messageId, payload }),
+        this.#emit(from, { type: 'message.sent', channel, messageId, payload }),
     });
-    const threads = options.threads ?? Math.min(4, Math.max(1, availableParallelism()));
-    this.#transport =
-      options.transport ??
-      new LocalTransport({
-        threads,
-        config: {
-          runId: this.runId,
-          workspace: options.workspace,
-          ...(options.outDir === undefined ? {} : { outDir: options.outDir }),
-          grants: [...options.grants],
-          toolModules: [...(options.toolModules ?? [])],
-          ...(options.env === undefined ? {} : { env: definedEnv(options.env) }),
-          hasApprove: options.approve !== undefined,
-        },
-        resourceLimits: options.threadLimits,
-      });
+    this.#scheduler = new Scheduler(
+      options.transport ?? this.#localTransport(options),
+      {
+        items: (hostId, items) => this.#link.items(hostId, items),
+        hostDown: (hostId, error) => this.#lifecycle.hostDown(hostId, error),
+        error: (error, fatal) => this.#onTransportError(error, fatal),
+        closedFor: (actorId) => this.#router.closedFor(actorId),
+      },
+      options.maxActorsPerThread ?? 5000,
+    );
+    this.#lifecycle = new ActorLifecycle({
+      table: this.#table,
+      scheduler: this.#scheduler,
+      router: this.#router,
+      ledger: this.#ledger,
+      store: this.#store,
+      supervisor: new Supervisor(),
+      emit: (agentId, payload) => this.#emit(agentId, payload),
+      graceMs: this.#graceMs,
+      mayRetry: () => !this.#closed && this.#budget.exceeded === undefined,
+    });
+    this.#link = new HostLink({
+      bus: this.bus,
+      table: this.#table,
+      lifecycle: this.#lifecycle,
+      router: this.#router,
+      scheduler: this.#scheduler,
+      approve: options.approve,
+      delegate: (actorId, input) => runDelegation(this, actorId, input),
+      emit: (agentId, payload) => this.#emit(agentId, payload),
+    });
     this.bus.on('model.response', (event) => {
       this.#ledger.record(event.agentId, event.usage);
-      if (this.#budget.active) this.#checkBudget(event.agentId);
+      // Not from inside this listener: events it causes must follow this one for every listener.
+      if (this.#budget.active) queueMicrotask(() => this.#checkBudget(event.agentId));
     });
     const timeMs = this.#budget.limits.timeMs;
     if (timeMs !== undefined) {
-      const soft = timeMs * (this.#budget.limits.softRatio ?? 0.8);
-      for (const delay of [soft, timeMs]) {
-        const timer = setTimeout(() => this.#checkBudget(this.#rootId()), delay);
+      for (const delay of [timeMs * (this.#budget.limits.softRatio ?? 0.8), timeMs]) {
+        const timer = setTimeout(
+          () => this.#checkBudget(this.#table.firstRoot() ?? 'runtime'),
+          delay,
+        );
         timer.unref();
         this.#timers.push(timer);
       }
@@ -221,7 +175,7 @@ export class Runtime {
     return Date.now() - this.#startedAt;
   }
 
-  /** Totals of the whole run, or of one agent alone. */
+  /** Totals of the whole run, or of one agent alone. Live: running agents count up to now. */
   usage(agentId?: string): UsageTotals {
     return agentId === undefined ? this.#ledger.total() : this.#ledger.self(agentId);
   }
@@ -233,40 +187,38 @@ export class Runtime {
 
   /**
    * Registers an agent that runs outside the pool (the coordinator, in the
-   * main thread) as a root of the tree: its usage is counted and its
-   * children are cancelled with it.
+   * main thread) as a root of the tree: its usage is counted, its children
+   * hang under it and are cancelled with `cancelChildren`.
    */
   registerRoot(agentId: string, options: { model: ModelSpec; task: string }): void {
-    if (this.#roots.has(agentId) || this.#records.has(agentId)) return;
-    const key = this.#store?.nextKey(agentId, options.task, '') ?? agentId;
-    this.#roots.set(agentId, { depth: 0, key, children: new Set() });
+    if (this.#table.has(agentId)) return;
+    this.#table.addRoot(agentId, this.#store?.nextKey(agentId, options.task, '') ?? agentId);
     this.#ledger.register(agentId, undefined, modelName(options.model));
   }
 
   /** Cancels every live child of `agentId` (and their descendants). */
   cancelChildren(agentId: string, reason: string): void {
-    for (const child of this.#childrenOf(agentId)) this.#cancel(child, reason, 'cancelled');
+    for (const child of this.#table.liveChildren(agentId))
+      this.#lifecycle.cancel(child, reason, 'cancelled');
   }
 
   /**
-   * Spawns an actor of `role` on the pool. Never throws for what happens to
-   * the actor: the result says. Throws `usage.invalid_role` for a role name
-   * this runtime does not know.
+   * Spawns an actor of `role` on the pool. Whatever happens to the actor, the
+   * ref's result says; this throws only `usage.invalid_role` for a role this
+   * runtime does not know.
    */
   spawn(role: string | AnyRole, task: string, options: SpawnOptions = {}): AgentRef {
     const resolved = this.#resolveRole(role);
-    const parent = options.parent === undefined ? undefined : this.#node(options.parent);
-    const parentKey = parent?.key ?? '';
+    const parent = options.parent === undefined ? undefined : this.#table.node(options.parent);
     const fullTask =
       options.input === undefined
         ? task
         : `${task}\n\nInput:\n${JSON.stringify(options.input, null, 2)}`;
-    const key = this.#store?.nextKey(resolved.name, fullTask, parentKey);
-    const id = this.#nextId(resolved.name);
-    if (key !== undefined) {
-      const stored = this.#store?.get(key);
-      if (stored !== undefined) return reusedRef(id, stored);
-    }
+    const key = this.#store?.nextKey(resolved.name, fullTask, parent?.key ?? '');
+    const id = this.#table.nextId(resolved.name);
+    const stored = key === undefined ? undefined : this.#store?.get(key);
+    // A finished result from an earlier run: no events, no actor.
+    if (stored !== undefined) return reusedRef(id, stored);
     const record = new ActorRecord({
       id,
       role: resolved,
@@ -278,7 +230,10 @@ export class Runtime {
     });
     record.key = key;
     this.#admit(record, options);
-    return this.#ref(record);
+    return createAgentRef(record, {
+      steer: (target, message) => this.#steer(target, message),
+      cancel: (target, reason) => this.#lifecycle.cancel(target, reason, 'cancelled'),
+    });
   }
 
   /**
@@ -289,8 +244,7 @@ export class Runtime {
   spawnBatch(parentId: string, tasks: readonly { role: string; task: string }[]): AgentRef[] {
     const rank = (name: string): number => {
       const role = this.#roles.get(name);
-      if (role === undefined) return 1;
-      if (role.publishes.length > 0) return 0;
+      if (role === undefined || role.publishes.length > 0) return 0;
       return role.subscribes.length > 0 ? 2 : 1;
     };
     const order = tasks
@@ -307,8 +261,8 @@ export class Runtime {
 
   /**
    * Drains or stops everything and terminates the threads: live actors are
-   * cancelled (and stopped after the grace period), every one still gets its
-   * agent.finished, and no thread or timer is left behind.
+   * cancelled (their threads stopped after the grace period), every one
+   * still gets its agent.finished, and no thread or timer is left behind.
    */
   close(): Promise<void> {
     this.#closing ??= this.#close();
@@ -318,8 +272,9 @@ export class Runtime {
   async #close(): Promise<void> {
     this.#closed = true;
     for (const timer of this.#timers) clearTimeout(timer);
-    const live = [...this.#records.values()].filter((record) => record.state !== 'finished');
-    for (const record of live) this.#cancel(record, 'the runtime is closing', 'cancelled');
+    const live = this.#table.live();
+    for (const record of live)
+      this.#lifecycle.cancel(record, 'the runtime is closing', 'cancelled');
     if (live.length > 0) {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
@@ -330,30 +285,46 @@ export class Runtime {
       ]);
       clearTimeout(timer);
     }
-    if (this.#started) await this.#transport.close(this.#graceMs);
+    await this.#scheduler.close(this.#graceMs);
     const closed = plainError(
       new TroupeError('runtime.closed', 'The runtime closed before the actor finished.'),
     );
-    for (const record of this.#records.values()) {
-      if (record.state !== 'finished')
-        this.#finish(
-          record,
-          'cancelled',
-          { final: record.lastFinal, steps: 0, stopReason: 'cancelled' },
-          closed,
-        );
+    for (const record of this.#table.live()) {
+      this.#lifecycle.finish(
+        record,
+        'cancelled',
+        { final: record.lastFinal, steps: 0, stopReason: 'cancelled' },
+        closed,
+      );
     }
+  }
+
+  #localTransport(options: RuntimeOptions): LocalTransport {
+    const threads = options.threads ?? Math.min(4, Math.max(1, availableParallelism()));
+    return new LocalTransport({
+      threads,
+      config: {
+        runId: this.runId,
+        workspace: options.workspace,
+        ...(options.outDir === undefined ? {} : { outDir: options.outDir }),
+        grants: [...options.grants],
+        toolModules: [...(options.toolModules ?? [])],
+        ...(options.env === undefined ? {} : { env: definedEnv(options.env) }),
+        hasApprove: options.approve !== undefined,
+      },
+      resourceLimits: options.threadLimits,
+    });
   }
 
   #resolveRole(role: string | AnyRole): AnyRole {
     if (typeof role !== 'string') {
-      if (!isRole(role))
+      if (!isRole(role)) {
         throw new TroupeError(
           'usage.invalid_role',
           'spawn() takes a role name or a role made with defineRole().',
         );
-      const known = this.#roles.get(role.name);
-      if (known === undefined) this.#roles.set(role.name, role);
+      }
+      if (!this.#roles.has(role.name)) this.#roles.set(role.name, role);
       return role;
     }
     const known = this.#roles.get(role);
@@ -368,57 +339,20 @@ export class Runtime {
     );
   }
 
-  #nextId(role: string): string {
-    const n = (this.#counters.get(role) ?? 0) + 1;
-    this.#counters.set(role, n);
-    return `${role}-${n}`;
-  }
-
-  #node(agentId: string): Node {
-    const record = this.#records.get(agentId);
-    if (record !== undefined)
-      return { depth: record.depth, key: record.key ?? record.id, children: record.children };
-    let root = this.#roots.get(agentId);
-    if (root === undefined) {
-      root = { depth: 0, key: agentId, children: new Set() };
-      this.#roots.set(agentId, root);
-    }
-    return root;
-  }
-
-  #childrenOf(agentId: string): ActorRecord[] {
-    const ids =
-      this.#records.get(agentId)?.children ??
-      this.#roots.get(agentId)?.children ??
-      new Set<string>();
-    const children: ActorRecord[] = [];
-    for (const id of ids) {
-      const child = this.#records.get(id);
-      if (child !== undefined && child.state !== 'finished') children.push(child);
-    }
-    return children;
-  }
-
-  #rootId(): string {
-    return this.#roots.keys().next().value ?? 'runtime';
-  }
-
   #admit(record: ActorRecord, options: SpawnOptions): void {
     const { id, role } = record;
-    this.#records.set(id, record);
-    if (record.parentId !== undefined) this.#node(record.parentId).children.add(id);
+    this.#table.add(record);
     this.#ledger.register(id, record.parentId, modelName(record.model));
-    this.#emitFor(id, {
+    this.#emit(id, {
       type: 'agent.spawned',
       task: record.task,
       model: describeModel(record.model),
       depth: record.depth,
     });
     this.#router.addActor(id, role.publishes, role.subscribes, record.mailbox);
-
     const refusal = this.#refusal(record);
     if (refusal !== undefined) {
-      this.#finish(
+      this.#lifecycle.finish(
         record,
         refusal.status,
         { final: '', steps: 0, stopReason: 'error' },
@@ -429,14 +363,14 @@ export class Runtime {
     const timeoutMs = options.timeoutMs ?? role.timeoutMs;
     if (timeoutMs !== undefined) {
       record.timeout = setTimeout(
-        () => this.#cancel(record, `timed out after ${timeoutMs} ms`, 'timed_out'),
+        () => this.#stop(record, `timed out after ${timeoutMs} ms`, 'timed_out'),
         timeoutMs,
       );
     }
     const signal = options.signal;
     if (signal !== undefined) {
       const onAbort = (): void =>
-        this.#cancel(record, `aborted: ${errorMessage(signal.reason)}`, 'cancelled');
+        this.#stop(record, `aborted (${errorMessage(signal.reason)})`, 'cancelled');
       if (signal.aborted) {
         onAbort();
         return;
@@ -445,19 +379,16 @@ export class Runtime {
       record.detachSignal = () => signal.removeEventListener('abort', onAbort);
     }
     const checked = this.#tools.check(role, this.#options.grants);
-    if (checked instanceof Promise) {
-      void checked.then((error) => this.#afterCheck(record, error));
-    } else {
-      this.#afterCheck(record, checked);
-    }
+    if (checked instanceof Promise) void checked.then((error) => this.#afterCheck(record, error));
+    else this.#afterCheck(record, checked);
   }
 
   // A role whose tools are unknown or need an ungranted tier fails here, before it runs.
   #afterCheck(record: ActorRecord, error: TroupeError | undefined): void {
     if (record.state !== 'queued') return;
-    if (error === undefined) this.#enqueue(record);
+    if (error === undefined) this.#scheduler.enqueue(record);
     else
-      this.#finish(
+      this.#lifecycle.finish(
         record,
         'failed',
         { final: '', steps: 0, stopReason: 'error' },
@@ -467,318 +398,45 @@ export class Runtime {
 
   #refusal(
     record: ActorRecord,
-  ): { status: AgentStatus; error: ReturnType<typeof plainError> } | undefined {
-    if (this.#closed) {
+  ): { status: 'failed' | 'cancelled'; error: SerializedError } | undefined {
+    const refuse = (message: string): { status: 'failed'; error: SerializedError } => ({
+      status: 'failed',
+      error: plainError(
+        new TroupeError('runtime.spawn_refused', `${record.id} was not started: ${message}.`),
+      ),
+    });
+    if (this.#closed)
       return {
         status: 'failed',
         error: plainError(
           new TroupeError('runtime.closed', `${record.id} was not started: the runtime is closed.`),
         ),
       };
-    }
     if (this.#fatal !== undefined) return { status: 'failed', error: plainError(this.#fatal) };
     const maxDepth = this.#options.maxDepth ?? 3;
-    if (record.depth > maxDepth) {
-      return {
-        status: 'failed',
-        error: plainError(
-          new TroupeError(
-            'runtime.spawn_refused',
-            `${record.id} was not started: delegation depth ${record.depth} is past the limit of ${maxDepth}.`,
-          ),
-        ),
-      };
-    }
+    if (record.depth > maxDepth)
+      return refuse(`delegation depth ${record.depth} is past the limit of ${maxDepth}`);
     const exceeded = this.#budget.exceeded;
     if (exceeded !== undefined) {
-      return { status: 'cancelled', error: plainError(budgetError(record.id, exceeded)) };
+      const error = new TroupeError(
+        'budget.exceeded',
+        `${record.id} was not started: the run's ${exceeded.metric} budget is used up.`,
+      );
+      return { status: 'cancelled', error: plainError(error) };
     }
-    if (this.#queue.length >= (this.#options.maxQueued ?? 100_000)) {
-      return {
-        status: 'failed',
-        error: plainError(
-          new TroupeError(
-            'runtime.spawn_refused',
-            `${record.id} was not started: ${this.#queue.length} spawns already wait for a place.`,
-          ),
-        ),
-      };
-    }
+    const maxQueued = this.#options.maxQueued ?? 100_000;
+    if (this.#scheduler.queued >= maxQueued)
+      return refuse(`${maxQueued} spawns already wait for a place`);
     return undefined;
   }
 
-  #enqueue(record: ActorRecord): void {
-    this.#queue.push(record);
-    if (!this.#started) {
-      this.#started = true;
-      this.#transport.start({
-        items: (hostId, items) => this.#onItems(hostId, items),
-        hostDown: (hostId, error) => this.#onHostDown(hostId, error),
-        hostUp: (hostId) => {
-          this.#load.set(hostId, 0);
-          this.#pump();
-        },
-        error: (error, fatal) => this.#onTransportError(error, fatal),
-      });
-    }
-    this.#pump();
-  }
-
-  #pump(): void {
-    while (this.#queue.length > 0) {
-      const hostId = this.#pickHost();
-      if (hostId === undefined) return;
-      const record = this.#queue.shift() as ActorRecord;
-      if (record.state === 'queued') this.#startOn(record, hostId);
-    }
-  }
-
-  #pickHost(): number | undefined {
-    let best: number | undefined;
-    let bestLoad = this.#maxPerHost;
-    for (const hostId of this.#transport.hosts()) {
-      const load = this.#load.get(hostId) ?? 0;
-      if (load < bestLoad) {
-        best = hostId;
-        bestLoad = load;
-      }
-    }
-    return best;
-  }
-
-  #startOn(record: ActorRecord, hostId: number): void {
-    record.state = 'running';
-    record.hostId = hostId;
-    record.attempt += 1;
-    this.#load.set(hostId, (this.#load.get(hostId) ?? 0) + 1);
-    let spec = this.#specs.get(record.role);
-    if (spec === undefined) {
-      spec = toRoleSpec(record.role);
-      this.#specs.set(record.role, spec);
-    }
-    this.#transport.send(hostId, {
-      type: 'actor.start',
-      actorId: record.id,
-      ...(record.parentId === undefined ? {} : { parentId: record.parentId }),
-      role: spec,
-      model: record.model,
-      task: record.task,
-      attempt: record.attempt,
-    });
-    // A restarted attempt reads again what its earlier attempts were sent.
-    record.consumed = 0;
-    record.mailbox.reset(record.log.length);
-    for (const item of record.log) this.#transport.send(hostId, item);
-    for (const channel of this.#router.closedFor(record.id)) {
-      this.#transport.send(hostId, { type: 'channel.closed', actorId: record.id, channel });
-    }
-    if (record.stop !== undefined)
-      this.#transport.send(hostId, {
-        type: 'actor.cancel',
-        actorId: record.id,
-        reason: record.stop.error.message,
-      });
-  }
-
-  #release(record: ActorRecord): void {
-    if (record.hostId === undefined) return;
-    const load = this.#load.get(record.hostId);
-    if (load !== undefined) this.#load.set(record.hostId, load - 1);
-    record.hostId = undefined;
-  }
-
-  #onItems(hostId: number, items: WorkerToMain[]): void {
-    for (const item of items) {
-      switch (item.type) {
-        case 'event':
-          this.#ingest(item.event);
-          break;
-        case 'actor.result': {
-          const record = this.#records.get(item.actorId);
-          if (record !== undefined && record.hostId === hostId)
-            this.#onOutcome(record, item.outcome);
-          break;
-        }
-        case 'actor.turn':
-          this.#records.get(item.actorId)?.turn(item.final);
-          break;
-        case 'mailbox.consumed': {
-          const record = this.#records.get(item.actorId);
-          if (record === undefined) break;
-          record.consumed += item.count;
-          record.mailbox.release(item.count);
-          break;
-        }
-        case 'channel.publish':
-          void this.#router.publish(item.actorId, item.channel, item.payload).then((answer) =>
-            this.#transport.send(hostId, {
-              type: 'publish.answered',
-              requestId: item.requestId,
-              ...answer,
-            }),
-          );
-          break;
-        case 'approval.requested':
-          void this.#approve({
-            tool: item.tool,
-            agentId: item.actorId,
-            summary: item.summary,
-          }).then((approved) =>
-            this.#transport.send(hostId, {
-              type: 'approval.answered',
-              requestId: item.requestId,
-              approved,
-            }),
-          );
-          break;
-        case 'spawn.requested':
-          void this.#delegateFor(item).then((results) =>
-            this.#transport.send(hostId, {
-              type: 'spawn.answered',
-              requestId: item.requestId,
-              results,
-            }),
-          );
-          break;
-        case 'host.error':
-        case 'host.ready':
-        case 'actor.started':
-          break;
-      }
-    }
-  }
-
-  #ingest(event: unknown): void {
-    try {
-      this.bus.publish(event as UnsequencedEvent);
-    } catch (error) {
-      const agentId =
-        typeof (event as { agentId?: unknown }).agentId === 'string'
-          ? (event as { agentId: string }).agentId
-          : 'runtime';
-      this.bus.publish({
-        v: 1,
-        ts: Date.now(),
-        runId: this.runId,
-        agentId,
-        type: 'callback.error',
-        callback: 'worker event',
-        error: plainError(
-          new TroupeError(
-            'runtime.protocol',
-            `A worker sent an invalid event: ${errorMessage(error)}`,
-          ),
-        ),
-      });
-    }
-  }
-
-  async #approve(request: ApprovalRequest): Promise<boolean> {
-    try {
-      return (await this.#options.approve?.(request)) ?? false;
-    } catch {
-      return false;
-    }
-  }
-
-  async #delegateFor(
-    item: Extract<WorkerToMain, { type: 'spawn.requested' }>,
-  ): Promise<ActorResult[]> {
-    const record = this.#records.get(item.actorId);
-    if (record === undefined || !record.role.canDelegate) return [];
-    const input: DelegateInput = { tasks: item.tasks };
-    if (item.policy !== undefined) input.policy = item.policy;
-    if (item.quorum !== undefined) input.quorum = item.quorum;
-    return runDelegation(this, item.actorId, input);
-  }
-
-  #onOutcome(record: ActorRecord, outcome: ActorOutcome): void {
-    if (record.state !== 'running') return;
-    this.#release(record);
-    record.addUsage(outcome.usage);
-    const base: Finish = {
-      final: outcome.final,
-      steps: outcome.steps,
-      stopReason: outcome.stopReason,
-    };
-    if (outcome.stopReason === 'final') {
-      const parsed = parseRoleOutput(record.role, outcome.final);
-      if (parsed.ok) this.#finish(record, 'completed', { ...base, output: parsed.output });
-      else
-        this.#finish(
-          record,
-          'failed',
-          base,
-          plainError(new TroupeError('model.bad_response', parsed.message)),
-        );
-      return;
-    }
-    if (record.stop !== undefined) {
-      this.#finish(record, record.stop.status, base, record.stop.error);
-      return;
-    }
-    switch (outcome.stopReason) {
-      case 'cancelled':
-        this.#finish(
-          record,
-          'cancelled',
-          base,
-          outcome.error ?? plainError(new TroupeError('cancelled', `${record.id} was cancelled.`)),
-        );
-        return;
-      case 'max_steps':
-        this.#finish(
-          record,
-          'failed',
-          base,
-          plainError(
-            new TroupeError(
-              'budget.exceeded',
-              `${record.id} reached its step limit of ${record.role.maxSteps} model calls without a final answer.`,
-            ),
-          ),
-        );
-        return;
-      case 'budget':
-        this.#finish(
-          record,
-          'failed',
-          base,
-          plainError(new TroupeError('budget.exceeded', `${record.id} used up its token budget.`)),
-        );
-        return;
-      case 'error':
-        this.#failed(
-          record,
-          base,
-          outcome.error ??
-            plainError(new TroupeError('internal', 'The actor failed without an error.')),
-        );
-        return;
-    }
-  }
-
-  #onHostDown(hostId: number, error: TroupeError): void {
-    this.#load.delete(hostId);
-    const cause = plainError(error);
-    for (const record of this.#records.values()) {
-      if (record.state !== 'running' || record.hostId !== hostId) continue;
-      record.hostId = undefined;
-      const base: Finish = { final: record.lastFinal, steps: 0, stopReason: 'error' };
-      if (record.stop !== undefined)
-        this.#finish(record, record.stop.status, base, record.stop.error);
-      else this.#failed(record, base, cause);
-    }
-    this.#pump();
+  #stop(record: ActorRecord, reason: string, kind: StopKind): void {
+    this.#lifecycle.cancel(record, reason, kind);
   }
 
   #onTransportError(error: TroupeError, fatal: boolean): void {
     if (!fatal) {
-      this.#ingest({
-        v: 1,
-        ts: Date.now(),
-        runId: this.runId,
-        agentId: this.#rootId(),
+      this.#emit(this.#table.firstRoot() ?? 'runtime', {
         type: 'callback.error',
         callback: 'transport',
         error: plainError(error),
@@ -786,168 +444,26 @@ export class Runtime {
       return;
     }
     this.#fatal = error;
-    for (const record of this.#queue.splice(0)) {
-      if (record.state === 'queued')
-        this.#finish(
-          record,
-          'failed',
-          { final: '', steps: 0, stopReason: 'error' },
-          plainError(error),
-        );
-    }
-  }
-
-  #failed(record: ActorRecord, base: Finish, error: ReturnType<typeof plainError>): void {
-    const decision = this.#supervisor.decide(
-      record.role.retry,
-      record.parentId,
-      record.attempt,
-      error,
-    );
-    if (decision.retry && !this.#closed && this.#budget.exceeded === undefined) {
-      record.state = 'backoff';
-      this.#emitFor(record.id, {
-        type: 'agent.progress',
-        note: `attempt ${record.attempt} failed (${error.message}); retrying in ${decision.delayMs} ms`,
-      });
-      record.backoff = setTimeout(() => {
-        record.backoff = undefined;
-        if (record.state !== 'backoff') return;
-        record.state = 'queued';
-        this.#queue.push(record);
-        this.#pump();
-      }, decision.delayMs);
-      return;
-    }
-    const reason = decision.retry ? undefined : decision.reason;
-    const final =
-      reason === undefined ? error : { ...error, message: `${error.message}; ${reason}` };
-    this.#finish(record, 'failed', base, final);
-  }
-
-  #finish(
-    record: ActorRecord,
-    status: AgentStatus,
-    data: Finish,
-    error?: ReturnType<typeof plainError>,
-  ): void {
-    if (record.state === 'finished') return;
-    this.#release(record);
-    const result: ActorResult = {
-      agentId: record.id,
-      role: record.role.name,
-      status,
-      final: data.final,
-      usage: record.usage,
-      steps: data.steps,
-    };
-    if (data.output !== undefined) result.output = data.output;
-    if (error !== undefined && status !== 'completed') result.error = error;
-    record.mailbox.close(`${record.id} has finished`);
-    record.log.length = 0;
-    this.#router.removeActor(record.id);
-    this.#ledger.finish(record.id);
-    this.#emitFor(record.id, {
-      type: 'agent.finished',
-      status,
-      stopReason: data.stopReason,
-      final: data.final,
-      ...(result.error === undefined ? {} : { error: result.error }),
-      usage: result.usage,
-      steps: data.steps,
-    });
-    if (status === 'completed' && record.key !== undefined && this.#store !== undefined) {
-      const parentKey = record.parentId === undefined ? '' : this.#node(record.parentId).key;
-      try {
-        this.#store.put(
-          record.key,
-          { role: record.role.name, task: record.task, parentKey },
-          result,
-        );
-      } catch {
-        // A result that cannot be stored only costs a re-run on resume.
-      }
-    }
-    record.settle(
-      result,
-      new TroupeError('runtime.closed', `${record.id} finished before it read the message.`),
-    );
-    for (const child of this.#childrenOf(record.id))
-      this.#cancel(child, `its parent ${record.id} finished`, 'cancelled');
-  }
-
-  #cancel(record: ActorRecord, reason: string, kind: 'cancelled' | 'timed_out' | 'budget'): void {
-    if (record.state === 'finished') return;
-    if (record.stop === undefined) {
-      const error =
-        kind === 'timed_out'
-          ? new TroupeError('timeout', `${record.id} ${reason}.`)
-          : kind === 'budget'
-            ? new TroupeError('budget.exceeded', `${record.id} was stopped: ${reason}.`)
-            : new TroupeError('cancelled', `${record.id} was cancelled: ${reason}.`);
-      record.stop = {
-        status: kind === 'timed_out' ? 'timed_out' : 'cancelled',
-        error: plainError(error),
-      };
-    }
-    const cascade = kind === 'budget' ? 'budget' : 'cancelled';
-    for (const child of this.#childrenOf(record.id)) {
-      this.#cancel(
-        child,
-        kind === 'budget' ? reason : `its parent ${record.id} was stopped`,
-        cascade,
-      );
-    }
-    if (record.state !== 'running' || record.hostId === undefined) {
-      this.#finish(
+    for (const record of this.#scheduler.drain()) {
+      this.#lifecycle.finish(
         record,
-        record.stop.status,
-        { final: record.lastFinal, steps: 0, stopReason: 'cancelled' },
-        record.stop.error,
+        'failed',
+        { final: '', steps: 0, stopReason: 'error' },
+        plainError(error),
       );
-      return;
     }
-    this.#transport.send(record.hostId, {
-      type: 'actor.cancel',
-      actorId: record.id,
-      reason: record.stop.error.message,
-    });
-    record.grace ??= setTimeout(() => this.#forceStop(record), this.#graceMs);
-  }
-
-  // The last resort: the actor ignored its cancel, so its thread goes, and the pool replaces it.
-  #forceStop(record: ActorRecord): void {
-    record.grace = undefined;
-    if (record.state !== 'running' || record.hostId === undefined || record.stop === undefined)
-      return;
-    const note = `it did not stop within ${this.#graceMs} ms, so its thread was stopped`;
-    record.stop = {
-      ...record.stop,
-      error: { ...record.stop.error, message: `${record.stop.error.message} (${note})` },
-    };
-    this.#transport.terminate(
-      record.hostId,
-      `actor ${record.id} did not stop within ${this.#graceMs} ms after it was told to (${record.stop.status})`,
-    );
   }
 
   #deliver(
     actorId: string,
     message: { messageId: string; content: string; channel: string; from: string },
   ): void {
-    const record = this.#records.get(actorId);
+    const record = this.#table.get(actorId);
     if (record === undefined || record.state === 'finished') return;
     record.delivered += 1;
     const item = { type: 'mailbox.deliver' as const, actorId, ...message };
     record.log.push(item);
-    if (record.state === 'running' && record.hostId !== undefined)
-      this.#transport.send(record.hostId, item);
-  }
-
-  #send(actorId: string, item: { type: 'channel.closed'; actorId: string; channel: string }): void {
-    const record = this.#records.get(actorId);
-    if (record?.state === 'running' && record.hostId !== undefined)
-      this.#transport.send(record.hostId, item);
+    this.#scheduler.send(record, item);
   }
 
   async #steer(record: ActorRecord, message: string): Promise<number> {
@@ -960,88 +476,61 @@ export class Runtime {
     await record.mailbox.reserve();
     const messageId = `d${this.#nextMessage}`;
     this.#nextMessage += 1;
-    const from = record.parentId ?? 'runtime';
-    this.#emitFor(record.id, {
+    this.#emit(record.id, {
       type: 'message.sent',
       channel: 'direct',
       messageId,
       to: record.id,
       payload: message,
     });
-    this.#deliver(record.id, { messageId, content: message, channel: 'direct', from });
+    this.#deliver(record.id, {
+      messageId,
+      content: message,
+      channel: 'direct',
+      from: record.parentId ?? 'runtime',
+    });
     return record.delivered;
   }
 
-  #ref(record: ActorRecord): AgentRef {
-    return {
-      id: record.id,
-      role: record.role.name,
-      result: record.result,
-      send: async (message) => {
-        await this.#steer(record, message);
-      },
-      ask: async (message, options = {}) => {
-        const needed = await this.#steer(record, message);
-        const answer = record.waitForTurn(needed);
-        const timeoutMs = options.timeoutMs ?? 60_000;
-        let timer: NodeJS.Timeout | undefined;
-        const timeout = new Promise<never>((_, reject) => {
-          timer = setTimeout(
-            () =>
-              reject(
-                new TroupeError('timeout', `${record.id} did not answer within ${timeoutMs} ms.`),
-              ),
-            timeoutMs,
-          );
-        });
-        try {
-          return await Promise.race([answer, timeout]);
-        } finally {
-          clearTimeout(timer);
-        }
-      },
-      cancel: (reason = 'cancelled by its parent') => this.#cancel(record, reason, 'cancelled'),
-    };
-  }
-
   #checkBudget(agentId: string): void {
-    const spent = this.#ledger.spent();
-    for (const crossing of this.#budget.check({ ...spent, elapsedMs: this.elapsedMs })) {
-      this.#emitFor(agentId, {
-        type: crossing.kind === 'warning' ? 'budget.warning' : 'budget.exceeded',
+    for (const crossing of this.#budget.check({
+      ...this.#ledger.spent(),
+      elapsedMs: this.elapsedMs,
+    })) {
+      const { kind, metric, used, limit } = crossing;
+      this.#emit(agentId, {
+        type: kind === 'warning' ? 'budget.warning' : 'budget.exceeded',
         scope: 'tree',
-        metric: crossing.metric,
-        used: crossing.used,
-        limit: crossing.limit,
+        metric,
+        used,
+        limit,
       });
-      if (crossing.kind === 'exceeded' && this.#budget.exceeded === crossing)
-        this.#onExhausted(crossing);
+      if (kind === 'exceeded' && this.#budget.exceeded === crossing) this.#onExhausted(crossing);
     }
   }
 
+  // At the hard limit: nothing new starts, everything running is cancelled cleanly.
   #onExhausted(crossing: BudgetCrossing): void {
     const reason = `the run's ${crossing.metric} budget is used up`;
-    for (const record of [...this.#records.values()]) this.#cancel(record, reason, 'budget');
+    for (const record of this.#table.live()) this.#lifecycle.cancel(record, reason, 'budget');
     for (const listener of this.#budgetListeners) {
       try {
         listener(crossing);
       } catch {
-        // A listener's failure must not stop the others.
+        // One listener's failure must not keep the others from hearing it.
       }
     }
   }
 
-  #emitFor(agentId: string, payload: EventPayload): void {
-    const record = this.#records.get(agentId);
-    const parentId = record?.parentId;
-    const role = record?.role.name;
+  #emit(agentId: string, payload: EventPayload): void {
+    const record = this.#table.get(agentId);
     this.bus.publish({
       v: 1,
       ts: Date.now(),
       runId: this.runId,
       agentId,
-      ...(parentId === undefined ? {} : { parentId }),
-      ...(role === undefined ? {} : { role }),
+      ...(record?.parentId === undefined ? {} : { parentId: record.parentId }),
+      ...(record === undefined ? {} : { role: record.role.name }),
       ...payload,
     } as UnsequencedEvent);
   }
@@ -1055,51 +544,4 @@ function definedEnv(env: NodeJS.ProcessEnv): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(env)) if (value !== undefined) out[name] = value;
   return out;
-}
-
-function budgetError(agentId: string, crossing: BudgetCrossing): TroupeError {
-  return new TroupeError(
-    'budget.exceeded',
-    `${agentId} was not started: the run's ${crossing.metric} budget is used up.`,
-  );
-}
-
-function reusedRef(id: string, stored: ActorResult): AgentRef {
-  const result: ActorResult = { ...stored, agentId: id, reused: true };
-  const finished = (): Promise<never> =>
-    Promise.reject(
-      new TroupeError(
-        'runtime.closed',
-        `${id} was reused from an earlier run; it takes no messages.`,
-      ),
-    );
-  return {
-    id,
-    role: stored.role,
-    result: Promise.resolve(result),
-    send: finished,
-    ask: finished,
-    cancel: () => {},
-  };
-}
-
-function refusedRef(role: string, error: TroupeError): AgentRef {
-  const result: ActorResult = {
-    agentId: '(not started)',
-    role,
-    status: 'failed',
-    final: '',
-    error: plainError(error),
-    usage: { inputTokens: 0, outputTokens: 0 },
-    steps: 0,
-  };
-  const refused = (): Promise<never> => Promise.reject(error);
-  return {
-    id: result.agentId,
-    role,
-    result: Promise.resolve(result),
-    send: refused,
-    ask: refused,
-    cancel: () => {},
-  };
 }

@@ -1,0 +1,280 @@
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { ActorHost } from '../../src/runtime/actor-host.js';
+import { defineChannel, toChannelSpec } from '../../src/runtime/channel.js';
+import type {
+  HostConfig,
+  MainToWorkerInput,
+  RoleSpec,
+  WorkerToMain,
+} from '../../src/runtime/protocol.js';
+import { defineTool } from '../../src/tools/tool.js';
+
+const config: HostConfig = {
+  runId: 'run-1',
+  workspace: process.cwd(),
+  grants: ['read'],
+  toolModules: [],
+  hasApprove: false,
+};
+const notes = defineChannel('notes', z.object({ text: z.string() }));
+
+let sideEffects = 0;
+const countTool = defineTool({
+  name: 'count',
+  description: 'Counts.',
+  parameters: z.object({}),
+  execute: () => {
+    sideEffects += 1;
+    return `count ${sideEffects}`;
+  },
+});
+const forbiddenTool = defineTool({
+  name: 'forbidden',
+  description: 'Must never run for a role without it.',
+  parameters: z.object({}),
+  execute: () => {
+    sideEffects += 100;
+    return 'ran';
+  },
+});
+const waitTool = defineTool({
+  name: 'wait_for_cancel',
+  description: 'Waits until cancelled.',
+  parameters: z.object({}),
+  execute: (_input, context) =>
+    new Promise((resolve) =>
+      context.signal.addEventListener('abort', () => resolve('stopped'), { once: true }),
+    ),
+});
+
+function role(overrides: Partial<RoleSpec> = {}): RoleSpec {
+  return {
+    name: 'worker',
+    system: 'Work.',
+    tools: ['count'],
+    maxSteps: 5,
+    publishes: [],
+    subscribes: [],
+    canDelegate: false,
+    ...overrides,
+  };
+}
+
+// One host on an in-process MessageChannel: the test plays the main thread.
+function startHost() {
+  const { port1, port2 } = new MessageChannel();
+  const host = new ActorHost(config, port2, { tools: [countTool, forbiddenTool, waitTool] });
+  const running = host.run();
+  const items: WorkerToMain[] = [];
+  const waiters: Array<() => void> = [];
+  port1.on('message', (batch: WorkerToMain[]) => {
+    items.push(...batch);
+    for (const wake of waiters.splice(0)) wake();
+  });
+  const send = (...messages: MainToWorkerInput[]) => port1.postMessage(messages);
+  const until = async (predicate: (item: WorkerToMain) => boolean): Promise<WorkerToMain> => {
+    for (;;) {
+      const found = items.find(predicate);
+      if (found !== undefined) return found;
+      await new Promise<void>((resolve) => waiters.push(resolve));
+    }
+  };
+  const stop = async () => {
+    send({ type: 'host.shutdown' });
+    await running;
+    port1.close();
+  };
+  hosts.push(stop);
+  return { items, send, until, stop, port: port1 as MessagePort };
+}
+
+const hosts: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const stop of hosts.splice(0)) await stop();
+});
+
+const events = (items: WorkerToMain[]) =>
+  items.flatMap((item) =>
+    item.type === 'event' ? [item.event as { type: string; agentId: string }] : [],
+  );
+
+describe('ActorHost', () => {
+  it('runs an actor and sends its result after its last event', async () => {
+    const { items, send, until } = startHost();
+    send({
+      type: 'actor.start',
+      actorId: 'worker-1',
+      role: role(),
+      model: {
+        provider: 'scripted',
+        script: { steps: [{ toolCalls: [{ name: 'count' }] }, { content: 'done' }] },
+      },
+      task: 'count once',
+      attempt: 1,
+    });
+    const result = await until((item) => item.type === 'actor.result');
+    expect(result).toMatchObject({
+      actorId: 'worker-1',
+      outcome: { stopReason: 'final', final: 'done', steps: 2 },
+    });
+    expect(items[0]).toMatchObject({ type: 'host.ready' });
+    const resultIndex = items.indexOf(result);
+    expect(items.slice(resultIndex + 1).filter((item) => item.type === 'event')).toEqual([]);
+    expect(events(items).map((event) => event.type)).toContain('tool.result');
+    expect(events(items).every((event) => event.agentId === 'worker-1')).toBe(true);
+  });
+
+  it('answers a tool outside the role set with tool.not_allowed and runs nothing', async () => {
+    sideEffects = 0;
+    const { items, send, until } = startHost();
+    send({
+      type: 'actor.start',
+      actorId: 'worker-1',
+      role: role({ tools: ['count'] }),
+      model: {
+        provider: 'scripted',
+        script: { steps: [{ toolCalls: [{ name: 'forbidden' }] }, { content: 'ok' }] },
+      },
+      task: 'try',
+      attempt: 1,
+    });
+    await until((item) => item.type === 'actor.result');
+    const toolResult = events(items).find((event) => event.type === 'tool.result') as unknown as {
+      ok: boolean;
+      error: { code: string };
+    };
+    expect(toolResult).toMatchObject({ ok: false, error: { code: 'tool.not_allowed' } });
+    expect(sideEffects).toBe(0);
+  });
+
+  it('keeps a subscriber running on each message and finishes after the close notice', async () => {
+    const { items, send, until } = startHost();
+    send({
+      type: 'actor.start',
+      actorId: 'reader-1',
+      role: role({ tools: [], subscribes: ['notes'] }),
+      model: {
+        provider: 'scripted',
+        script: {
+          steps: [
+            { match: { lastUserContains: 'closed' }, content: 'final analysis' },
+            { match: { lastUserContains: 'from writer-1' }, content: 'noted', repeat: true },
+            { content: 'waiting for notes' },
+          ],
+        },
+      },
+      task: 'read notes',
+      attempt: 1,
+    });
+    await until((item) => item.type === 'actor.turn');
+    send({
+      type: 'mailbox.deliver',
+      actorId: 'reader-1',
+      messageId: 'm1',
+      content: '[message on channel "notes" from writer-1]\n{"text":"hi"}',
+      channel: 'notes',
+      from: 'writer-1',
+    });
+    await until((item) => item.type === 'mailbox.consumed');
+    send({ type: 'channel.closed', actorId: 'reader-1', channel: 'notes' });
+    const result = await until((item) => item.type === 'actor.result');
+    expect(result).toMatchObject({ outcome: { stopReason: 'final', final: 'final analysis' } });
+    expect(
+      items
+        .filter((item) => item.type === 'actor.turn')
+        .map((item) => (item as { final: string }).final),
+    ).toEqual(['waiting for notes', 'noted', 'final analysis']);
+    expect(events(items).find((event) => event.type === 'message.received')).toMatchObject({
+      channel: 'notes',
+      from: 'writer-1',
+    });
+  });
+
+  it('stops an actor cooperatively on actor.cancel', async () => {
+    const { send, until } = startHost();
+    send({
+      type: 'actor.start',
+      actorId: 'worker-1',
+      role: role({ tools: ['wait_for_cancel'] }),
+      model: {
+        provider: 'scripted',
+        script: { steps: [{ toolCalls: [{ name: 'wait_for_cancel' }] }] },
+      },
+      task: 'wait',
+      attempt: 1,
+    });
+    await until(
+      (item) => item.type === 'event' && (item.event as { type: string }).type === 'tool.call',
+    );
+    send({ type: 'actor.cancel', actorId: 'worker-1', reason: 'worker-1 was cancelled: test' });
+    const result = await until((item) => item.type === 'actor.result');
+    expect(result).toMatchObject({
+      outcome: { stopReason: 'cancelled', error: { code: 'cancelled' } },
+    });
+  });
+
+  it('round-trips a publication and reports the answer to the model', async () => {
+    const { items, send, until } = startHost();
+    send({
+      type: 'actor.start',
+      actorId: 'writer-1',
+      role: role({ tools: [], publishes: [toChannelSpec(notes)] }),
+      model: {
+        provider: 'scripted',
+        script: {
+          steps: [
+            { toolCalls: [{ name: 'publish_notes', arguments: { text: 'hi' } }] },
+            { content: 'published' },
+          ],
+        },
+      },
+      task: 'publish',
+      attempt: 1,
+    });
+    const request = await until((item) => item.type === 'channel.publish');
+    expect(request).toMatchObject({
+      actorId: 'writer-1',
+      channel: 'notes',
+      payload: { text: 'hi' },
+    });
+    send({
+      type: 'publish.answered',
+      requestId: (request as { requestId: number }).requestId,
+      ok: true,
+      message: 'Published m1',
+    });
+    await until((item) => item.type === 'actor.result');
+    expect(events(items).find((event) => event.type === 'tool.result')).toMatchObject({
+      ok: true,
+      content: 'Published m1',
+    });
+  });
+
+  it('refuses an invalid payload in the sender thread before it reaches the main thread', async () => {
+    const { items, send, until } = startHost();
+    send({
+      type: 'actor.start',
+      actorId: 'writer-1',
+      role: role({ tools: [], publishes: [toChannelSpec(notes)] }),
+      model: {
+        provider: 'scripted',
+        script: {
+          steps: [
+            { toolCalls: [{ name: 'publish_notes', arguments: { note: 'no text field' } }] },
+            { content: 'gave up' },
+          ],
+        },
+      },
+      task: 'publish',
+      attempt: 1,
+    });
+    await until((item) => item.type === 'actor.result');
+    expect(items.some((item) => item.type === 'channel.publish')).toBe(false);
+    expect(events(items).find((event) => event.type === 'tool.result')).toMatchObject({
+      ok: false,
+      error: { code: 'tool.invalid_input' },
+    });
+  });
+});
