@@ -1,7 +1,7 @@
 /**
  * The text heuristics behind the offline model: extractive findings from a
- * markdown or text document, an aggregation across findings, and a report.
- * Everything here is plain string processing; nothing is generated.
+ * markdown or text document. Everything here is plain string processing;
+ * nothing is generated.
  */
 
 /** What a researcher publishes about one document (the `findings` channel payload). */
@@ -11,12 +11,6 @@ export interface OfflineFindings {
   summary: string;
   keyPoints: string[];
   figures: string[];
-}
-
-/** One set of findings with the agent that published it. */
-export interface ReceivedFindings {
-  from: string;
-  findings: OfflineFindings;
 }
 
 const STOPWORDS = new Set(
@@ -32,7 +26,8 @@ const STOPWORDS = new Set(
     .filter((word) => word !== ''),
 );
 
-const CUE_WORDS = new Set([
+/** Words that mark a sentence as a conclusion or a change; never themes on their own. */
+export const CUE_WORDS: ReadonlySet<string> = new Set([
   'key',
   'main',
   'significant',
@@ -111,7 +106,8 @@ function plain(text: string): string {
     .trim();
 }
 
-function splitSentences(paragraph: string): string[] {
+/** Splits a paragraph into sentences at ., ! or ? followed by a capital, digit or quote. */
+export function splitSentences(paragraph: string): string[] {
   return paragraph
     .split(/(?<=[.!?])\s+(?=[A-Z0-9"“($€£])/)
     .map((sentence) => sentence.trim())
@@ -219,7 +215,8 @@ function scoreSentences(document: ParsedDocument): void {
   }
 }
 
-function cut(text: string, maxChars: number): string {
+/** Cuts text to `maxChars` characters with an ellipsis. */
+export function cut(text: string, maxChars: number): string {
   return text.length <= maxChars ? text : `${text.slice(0, maxChars - 1).trimEnd()}…`;
 }
 
@@ -268,173 +265,4 @@ export function extractFindings(source: string, text: string): OfflineFindings {
     keyPoints,
     figures,
   };
-}
-
-interface Theme {
-  term: string;
-  sources: string[];
-  count: number;
-}
-
-function themesOf(received: readonly ReceivedFindings[]): Theme[] {
-  const perSource = new Map<string, Map<string, number>>();
-  for (const { findings } of received) {
-    const counts = perSource.get(findings.source) ?? new Map<string, number>();
-    const text = [findings.title, findings.summary, ...findings.keyPoints, ...findings.figures];
-    for (const line of text) {
-      // Phrases never span punctuation: "storage, provided" is not a theme.
-      for (const clause of line.split(/[,;:.()!?]/)) {
-        const words = contentWords(clause).filter((word) => !CUE_WORDS.has(word));
-        const terms = [...words, ...words.slice(1).map((word, i) => `${words[i]} ${word}`)];
-        for (const term of terms) counts.set(term, (counts.get(term) ?? 0) + 1);
-      }
-    }
-    perSource.set(findings.source, counts);
-  }
-  const themes = new Map<string, Theme>();
-  for (const [source, counts] of perSource) {
-    for (const [term, count] of counts) {
-      const theme = themes.get(term) ?? { term, sources: [], count: 0 };
-      theme.sources.push(source);
-      theme.sources.sort();
-      theme.count += count;
-      themes.set(term, theme);
-    }
-  }
-  const minimumSources = perSource.size > 1 ? 2 : 1;
-  const ranked = [...themes.values()]
-    .filter((theme) => theme.sources.length >= minimumSources)
-    .sort((a, b) => weight(b) - weight(a) || b.count - a.count || a.term.localeCompare(b.term));
-  const chosen: Theme[] = [];
-  for (const theme of ranked) {
-    // Skip a word already covered by a chosen phrase with the same sources, and vice versa.
-    const overlaps = chosen.some(
-      (other) =>
-        other.term.split(' ').includes(theme.term) || theme.term.split(' ').includes(other.term),
-    );
-    if (!overlaps) chosen.push(theme);
-    if (chosen.length === 6) break;
-  }
-  return chosen;
-}
-
-// A phrase shared by k sources beats a single word shared by k + 1: phrases say more.
-function weight(theme: Theme): number {
-  return theme.sources.length + (theme.term.includes(' ') ? 1.5 : 0);
-}
-
-function sentenceWith(findings: OfflineFindings, term: string): string | undefined {
-  const words = term.split(' ');
-  return [findings.summary, ...findings.keyPoints, ...findings.figures]
-    .flatMap((text) => splitSentences(text))
-    .find((sentence) => {
-      const content = contentWords(sentence);
-      if (words.length === 1) return content.includes(term);
-      return content.some((word, i) => word === words[0] && content[i + 1] === words[1]);
-    });
-}
-
-function cell(text: string): string {
-  return text.replace(/\|/g, '\\|').replace(/\s+/g, ' ');
-}
-
-/** The marker line every offline aggregation and report carries, so nobody mistakes it for an LLM's. */
-export const HEURISTIC_NOTE =
-  "_Heuristic output of troupe's offline model: extractive and rule-based, no language model was used._";
-
-/**
- * Aggregates findings across sources as markdown: common themes and which
- * source says what about them, figures side by side, and each source's summary.
- */
-export function aggregateFindings(received: readonly ReceivedFindings[]): string {
-  if (received.length === 0) {
-    return `## Analysis\n\n${HEURISTIC_NOTE}\n\nNo findings arrived on the channel, so there is nothing to aggregate.`;
-  }
-  // Sorted by source, so the analysis does not depend on which thread finished first.
-  const bySource = new Map<string, OfflineFindings>();
-  for (const { findings } of received) bySource.set(findings.source, findings);
-  const sources = [...bySource.values()].sort((a, b) => a.source.localeCompare(b.source));
-  const lines: string[] = [
-    `## Analysis across ${sources.length} source${sources.length === 1 ? '' : 's'}`,
-    '',
-    HEURISTIC_NOTE,
-    '',
-  ];
-  const themes = themesOf(sources.map((findings) => ({ from: '', findings })));
-  const figureCount = sources.reduce((sum, findings) => sum + findings.figures.length, 0);
-  lines.push(
-    `${sources.length} source${sources.length === 1 ? '' : 's'} (${sources.map((findings) => findings.source).join(', ')}) gave ${figureCount} sentence${figureCount === 1 ? '' : 's'} with figures.${
-      themes.length > 0
-        ? ` The most shared themes: ${themes
-            .slice(0, 3)
-            .map((theme) => `${theme.term} (${theme.sources.length} of ${sources.length})`)
-            .join(', ')}.`
-        : ''
-    }`,
-    '',
-    '### Common themes',
-    '',
-  );
-  if (themes.length === 0) lines.push('The sources share no recurring terms.');
-  for (const theme of themes) {
-    lines.push(`- **${theme.term}** (${theme.sources.length} of ${sources.length} sources)`);
-    for (const source of theme.sources.slice(0, 3)) {
-      const findings = bySource.get(source);
-      const sentence = findings === undefined ? undefined : sentenceWith(findings, theme.term);
-      if (sentence !== undefined) lines.push(`  - ${source}: "${cut(sentence, 150)}"`);
-    }
-  }
-  lines.push(
-    '',
-    '### Figures side by side',
-    '',
-    '| Source | Figure | In context |',
-    '| --- | --- | --- |',
-  );
-  for (const findings of sources) {
-    const figures = findings.figures.slice(0, 3);
-    if (figures.length === 0) lines.push(`| ${cell(findings.source)} | none | |`);
-    for (const sentence of figures) {
-      const numbers = measuresIn(sentence).slice(0, 3).join(', ');
-      lines.push(`| ${cell(findings.source)} | ${cell(numbers)} | ${cell(cut(sentence, 140))} |`);
-    }
-  }
-  lines.push('', '### What each source says', '');
-  for (const findings of sources) {
-    lines.push(`- **${findings.title}** (${findings.source}): ${findings.summary}`);
-    for (const point of findings.keyPoints.slice(0, 2)) lines.push(`  - ${point}`);
-  }
-  return lines.join('\n');
-}
-
-/** A markdown report around an analysis, for the reporter to write. `task` names the subject. */
-export function composeReport(task: string, analysis: string): string {
-  const subject = oneLineText(task);
-  const title =
-    subject !== '' && subject.length <= 70 ? subject.replace(/[.:]$/, '') : 'Research report';
-  // The analysis carries the heuristic note already; the report states it once, at the top.
-  const body = analysis
-    .replace(HEURISTIC_NOTE, '')
-    .replace(/\n{3,}/g, '\n\n')
-    .trim();
-  return [
-    `# ${title}`,
-    '',
-    HEURISTIC_NOTE,
-    '',
-    ...(subject !== '' && title !== subject ? [`**Task:** ${subject}`, ''] : []),
-    body === '' ? 'No analysis was provided.' : body,
-    '',
-    '## Method',
-    '',
-    'Researcher agents read each document and published extractive findings (headings, key',
-    'sentences scored by term frequency, position and cue words, and sentences with figures) on',
-    'the `findings` channel. The analyst aggregated them across sources, and the reporter wrote',
-    'this file. Every statement above is quoted or condensed from the documents themselves.',
-    '',
-  ].join('\n');
-}
-
-function oneLineText(text: string): string {
-  return text.replace(/\s+/g, ' ').trim();
 }

@@ -8,9 +8,10 @@ import {
 } from '../../../src/model/providers/offline.js';
 import {
   aggregateFindings,
-  extractFindings,
+  aggregateMessages,
   HEURISTIC_NOTE,
-} from '../../../src/model/providers/offline-extract.js';
+} from '../../../src/model/providers/offline-aggregate.js';
+import { extractFindings } from '../../../src/model/providers/offline-extract.js';
 import type { Message, ModelRequest, ModelResponse, ToolSchema } from '../../../src/model/types.js';
 
 const corpus = new URL('../../../examples/corpus/', import.meta.url);
@@ -212,6 +213,52 @@ describe('OfflineModel', () => {
     expect(done.content).toContain('no such file');
   });
 
+  it('fills a custom channel payload from its field names when the role publishes on one', async () => {
+    const model = new OfflineModel();
+    const publish = tool('publish_summaries', {
+      file: { type: 'string' },
+      headline: { type: 'string' },
+      wordCount: { type: 'integer' },
+      figures: { type: 'array', items: { type: 'string' } },
+    });
+    const messages: Message[] = [{ role: 'user', content: 'Summarize "grid.md".' }];
+    const request = (): ModelRequest => ({
+      messages,
+      tools: [tool('read_file'), publish],
+      caller: { name: 'summarizer-1', role: 'summarizer' },
+    });
+    answer(messages, await model.complete(request()), () => ({ content: grid }));
+    const published = await model.complete(request());
+    expect(published.toolCalls[0]?.name).toBe('publish_summaries');
+    const payload = published.toolCalls[0]?.arguments as any;
+    expect(payload.file).toBe('grid.md');
+    expect(payload.wordCount).toBe(grid.match(/\S+/g)?.length);
+    expect(payload.figures.length).toBeGreaterThan(0);
+    expect(typeof payload.headline).toBe('string');
+  });
+
+  it('puts other payloads side by side after the close notice when it subscribes to a custom channel', async () => {
+    const model = new OfflineModel();
+    const messages: Message[] = [
+      { role: 'user', content: 'Collect the summaries.' },
+      {
+        role: 'user',
+        content:
+          '[message on channel "summaries" from summarizer-2]\n{"file":"b.md","wordCount":20}',
+      },
+      {
+        role: 'user',
+        content:
+          '[message on channel "summaries" from summarizer-1]\n{"file":"a.md","wordCount":10}',
+      },
+      { role: 'user', content: '[channel "summaries" closed: no more messages will arrive]' },
+    ];
+    const done = await model.complete({ messages, caller: { name: 'digest-1', role: 'digest' } });
+    expect(done.content).toContain('| from | file | wordCount |');
+    expect(done.content).toContain('| summarizer-1 | a.md | 10 |\n| summarizer-2 | b.md | 20 |');
+    expect(done.content).toContain('| **total** |  | **30** |');
+  });
+
   it('lists the workspace and answers honestly when it is a chat agent', async () => {
     const model = new OfflineModel();
     const messages: Message[] = [{ role: 'user', content: 'What is here?' }];
@@ -263,6 +310,12 @@ describe('extractFindings', () => {
     expect(findings.summary).toContain('Batteries have become the fastest tool');
     expect(findings.figures.some((figure) => figure.includes('58%'))).toBe(true);
     expect(JSON.stringify(findings)).not.toContain('Fictional sample');
+  });
+});
+
+describe('aggregateMessages', () => {
+  it('says there is nothing to collect when no message arrived', () => {
+    expect(aggregateMessages([])).toContain('No messages arrived');
   });
 });
 
