@@ -9,6 +9,17 @@ export type { BudgetState, TokenBudgetLimits } from './agent/budget.js';
 export { TokenBudget } from './agent/budget.js';
 export type { CompressionOptions } from './agent/history.js';
 export { closePendingToolCalls, estimateTokens } from './agent/history.js';
+export { JsonRenderer } from './cli/render/json.js';
+export type { LineRendererOptions } from './cli/render/lines.js';
+export { formatEventLine, LineRenderer } from './cli/render/lines.js';
+export type { LiveRendererOptions } from './cli/render/live.js';
+export { LiveRenderer } from './cli/render/live.js';
+export type { EventRenderer } from './cli/render/renderer.js';
+export type { AgentView, PriceFunction } from './cli/render/run-state.js';
+export { RunState } from './cli/render/run-state.js';
+export { summaryLines } from './cli/render/summary.js';
+export type { Palette, TerminalOutput } from './cli/terminal.js';
+export { createPalette, createTerminalOutput, FrameWriter, supportsColor } from './cli/terminal.js';
 export type { ErrorCode, SerializedError } from './errors.js';
 export {
   deserializeError,
@@ -21,6 +32,8 @@ export {
 } from './errors.js';
 export type { EventBusOptions, Unsubscribe } from './events/bus.js';
 export { EventBus, waitForEvent } from './events/bus.js';
+export type { FollowTraceOptions } from './events/follow.js';
+export { followTrace } from './events/follow.js';
 export type {
   AgentEvent,
   AgentEventType,
@@ -47,6 +60,7 @@ export type {
 } from './model/model.js';
 export { createModel, describeModel, ModelSpecSchema } from './model/model.js';
 export { AnthropicModel } from './model/providers/anthropic.js';
+export { OFFLINE_DELAY_ENV, OFFLINE_MODEL_NAME, OfflineModel } from './model/providers/offline.js';
 export { OpenAIModel } from './model/providers/openai.js';
 export { redactSpec } from './model/providers/redact-spec.js';
 export type { ScriptedCall } from './model/providers/scripted.js';
