@@ -81,6 +81,11 @@ export async function main(argv: readonly string[] = process.argv): Promise<numb
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  // `troupe … | head` closes the pipe early: stop writing quietly instead of crashing.
+  const onPipeError = (error: NodeJS.ErrnoException): void => {
+    if (error.code === 'EPIPE') interrupt.abort(new Error('output closed'));
+  };
+  process.stdout.on('error', onPipeError);
   const io: CliIo = {
     stdout: createTerminalOutput(process.stdout),
     stderr: createTerminalOutput(process.stderr),
@@ -97,5 +102,6 @@ export async function main(argv: readonly string[] = process.argv): Promise<numb
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    process.stdout.off('error', onPipeError);
   }
 }

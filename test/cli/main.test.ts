@@ -160,3 +160,21 @@ describe('troupe chat', () => {
     expect(await runCli(argv('chat', '--provider', 'offline', '--workspace', corpus), io)).toBe(0);
   });
 });
+
+describe('troupe run --roles', () => {
+  it('exits 2 when the roles module is missing, broken or exports no role', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'troupe-roles-'));
+    writeFileSync(join(dir, 'none.mjs'), 'export const answer = 42;\n');
+    writeFileSync(join(dir, 'broken.mjs'), 'export const = ;\n');
+    for (const [file, message] of [
+      ['missing.mjs', 'no such file'],
+      ['broken.mjs', 'the module failed to load'],
+      ['none.mjs', 'exports no roles'],
+    ] as const) {
+      const io = fakeIo({ cwd: dir });
+      const code = await runCli(argv('run', 'x', '--provider', 'offline', '--roles', file), io);
+      expect(code, file).toBe(2);
+      expect(io.stderr.text, file).toContain(message);
+    }
+  });
+});

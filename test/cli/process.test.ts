@@ -1,7 +1,8 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { stripAnsi } from '../../src/cli/terminal.js';
 import { followTrace } from '../../src/events/follow.js';
@@ -138,6 +139,45 @@ describe('troupe (child process, offline model)', () => {
     expect(replay.stdout.length).toBeGreaterThan(1000);
     expect(live.stdout.slice(0, replay.stdout.length)).toBe(replay.stdout);
     expect(live.stdout.slice(replay.stdout.length)).toMatch(/^\ntrace {3}\S+\nreport {2}\S+\n$/);
+  });
+
+  it('loads custom roles from --roles and ends with exit 1 when the token budget runs out', async () => {
+    const out = outDir();
+    const rolesFile = join(out, 'roles.mjs');
+    writeFileSync(
+      rolesFile,
+      `import { defineRole } from ${JSON.stringify(pathToFileURL(join(root, 'dist/src/roles/role.js')).href)};\n` +
+        "export const critic = defineRole({ name: 'critic', description: 'Finds weak claims.', system: 'Be critical.', tools: ['read_file'] });\n",
+    );
+    const ok = await troupe([
+      'run',
+      TASK,
+      '--provider',
+      'offline',
+      '--workspace',
+      corpus,
+      '--out',
+      out,
+      '--roles',
+      rolesFile,
+      '--quiet',
+    ]);
+    expect(ok.code, ok.stderr).toBe(0);
+    const tight = await troupe([
+      'run',
+      TASK,
+      '--provider',
+      'offline',
+      '--workspace',
+      corpus,
+      '--out',
+      out,
+      '--budget',
+      '3k',
+      '--quiet',
+    ]);
+    expect(tight.code, tight.stderr).toBe(1);
+    expect(tight.stdout).toMatch(/run finished: budget/);
   });
 
   it('exits 2 with a clear message and nothing on stdout when arguments are bad', async () => {
