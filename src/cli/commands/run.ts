@@ -83,7 +83,7 @@ export function registerRunCommand(program: Command, io: CliIo): void {
     .option('--base-url <url>', 'an OpenAI-compatible server (Ollama, vLLM, LM Studio…)')
     .option('--roles <file>', 'an ES module exporting custom roles (made with defineRole)')
     .option('--threads <n>', 'worker threads (default: cores, at most 4)', parsePositiveInteger)
-    .option('--max-steps <n>', "the coordinator's model calls (default 10)", parsePositiveInteger)
+    .option('--max-steps <n>', "the coordinator's model calls (default 20)", parsePositiveInteger)
     .option('--budget <tokens>', 'token budget for the whole run (e.g. 200k)', parseTokenCount)
     .option('--timeout <duration>', 'wall-time limit for the run (90, 90s, 10m, 1h)', parseDuration)
     .option('--workspace <dir>', 'the folder file tools may read', '.')

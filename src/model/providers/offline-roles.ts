@@ -31,8 +31,9 @@ export function coordinator(messages: readonly Message[], tools: OfferedTools): 
   const calls = callsSince(messages, 0);
   const lastUserIndex = messages.findLastIndex((message) => message.role === 'user');
   const answeredBefore = messages.slice(0, lastUserIndex).some((m) => m.role === 'assistant');
-  if (answeredBefore && messages[lastUserIndex]?.content !== task) {
-    return final(`${LABEL} ${progressReport(calls)}`);
+  // A later user message (the budget's last turn, or steering): report honestly and stop.
+  if ((answeredBefore && messages[lastUserIndex]?.content !== task) || !tools.has('delegate')) {
+    return final(`${LABEL} ${progressReport(calls, messages[lastUserIndex]?.content ?? '')}`);
   }
 
   const listing = calls.filter((entry) => entry.call.name === 'list_dir');
@@ -104,11 +105,19 @@ export function coordinator(messages: readonly Message[], tools: OfferedTools): 
   );
 }
 
-function progressReport(calls: readonly CallWithResult[]): string {
-  const delegations = calls.filter((entry) => entry.call.name === 'delegate').length;
-  if (delegations === 0) return 'I stopped before delegating any work.';
-  if (delegations === 1) return 'Research and analysis ran; the report was not written yet.';
-  return 'Research, analysis and the report ran; see the run folder for report.md.';
+function progressReport(calls: readonly CallWithResult[], notice: string): string {
+  const stopped = /budget/i.test(notice) ? 'The run stopped at its budget. ' : '';
+  const delegations = calls.filter((entry) => entry.call.name === 'delegate');
+  if (delegations.length === 0) return `${stopped}No work was delegated before the stop.`;
+  const done = (notice.match(/"status":\s*"completed"/g) ?? []).length;
+  const answered = delegations.filter(
+    (entry) => entry.result !== undefined && entry.result.isError !== true,
+  );
+  const report =
+    answered.length >= 2
+      ? 'The reporter ran; see report.md in the run folder.'
+      : 'No report was written.';
+  return `${stopped}${done} sub-agent${done === 1 ? '' : 's'} completed before the stop. ${report}`;
 }
 
 function groupDocuments(documents: readonly string[]): string[][] {

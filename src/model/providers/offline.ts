@@ -77,7 +77,7 @@ export function decideOffline(request: ModelRequest): Decision {
   const tools = new Map((request.tools ?? []).map((tool) => [tool.name, tool]));
   const role = request.caller?.role;
   const { messages } = request;
-  if (tools.has('delegate')) return coordinator(messages, tools);
+  if (tools.has('delegate') || role === 'coordinator') return coordinator(messages, tools);
   if (role === 'analyst') return subscriber(messages, true);
   if (role === 'reporter') return reporter(messages, tools);
   if (role === 'researcher' || publishTools(tools).length > 0) return publisher(messages, tools);

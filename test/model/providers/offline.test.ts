@@ -97,6 +97,39 @@ describe('OfflineModel', () => {
     expect(last.model).toBe(OFFLINE_MODEL_NAME);
   });
 
+  it('reports honestly on its last turn when the budget stopped the run', async () => {
+    const model = new OfflineModel();
+    const messages: Message[] = [
+      { role: 'user', content: 'Compare the documents.' },
+      {
+        role: 'assistant',
+        content: '',
+        toolCalls: [{ id: 'd1', name: 'delegate', arguments: { tasks: [] }, raw: '{"tasks":[]}' }],
+      },
+      {
+        role: 'tool',
+        toolCallId: 'd1',
+        name: 'delegate',
+        content: 'Error: cancelled',
+        isError: true,
+      },
+      {
+        role: 'user',
+        content:
+          'The run\'s tokens budget is used up. Results so far:\n[{"agentId":"researcher-1","status": "completed"}]',
+      },
+    ];
+    const last = await model.complete({
+      messages,
+      tools: [tool('list_dir'), tool('read_file')],
+      caller: { name: 'coordinator', role: 'coordinator' },
+    });
+    expect(last.toolCalls).toEqual([]);
+    expect(last.content).toBe(
+      '(offline heuristic model) The run stopped at its budget. 1 sub-agent completed before the stop. No report was written.',
+    );
+  });
+
   it('reads the named document and publishes extractive findings when it is a researcher', async () => {
     const model = createModel({ provider: 'offline' });
     const tools = [tool('read_file'), tool('list_dir'), tool('publish_findings')];
