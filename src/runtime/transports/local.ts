@@ -98,6 +98,11 @@ export class LocalTransport implements Transport {
     for (let index = 0; index < threads; index += 1) this.#startHost();
   }
 
+  /** Threads alive in the pool now (0 before start and after close). */
+  get threadCount(): number {
+    return this.#pool?.threads.length ?? 0;
+  }
+
   hosts(): readonly number[] {
     const ids: number[] = [];
     for (const host of this.#hosts.values()) if (host.alive) ids.push(host.id);
@@ -138,6 +143,7 @@ export class LocalTransport implements Transport {
     await pool.destroy();
     for (const host of this.#hosts.values()) host.port.close();
     this.#hosts.clear();
+    this.#pool = undefined;
   }
 
   #startHost(): void {

@@ -1,0 +1,141 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ModelSpec } from '../../src/model/model.js';
+import { defineRole } from '../../src/roles/role.js';
+import { closeRuntimes, expectWellFormed, makeRuntime } from './helpers.js';
+
+const workspaces: string[] = [];
+afterEach(async () => {
+  await closeRuntimes();
+  for (const dir of workspaces.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+// The faulty actor fails fast; its siblings retry a thread crash at once, so
+// the test sees exactly who failed and that everyone else got through.
+const sibling = defineRole({
+  name: 'sibling',
+  description: 's',
+  system: 's',
+  tools: ['wait_for_file'],
+  retry: { maxRetries: 3, backoffMs: 0, maxRestarts: 20 },
+});
+const faulty = (tool: string) =>
+  defineRole({ name: 'faulty', description: 'f', system: 'f', tools: [tool], retry: 'fail_fast' });
+
+function script(tool: string): ModelSpec {
+  return {
+    provider: 'scripted',
+    script: {
+      steps: [
+        { match: { role: 'faulty', call: 1 }, toolCalls: [{ name: tool }] },
+        { match: { role: 'faulty' }, content: 'the faulty one answered' },
+        // Siblings wait, on both threads, until the fault is over: those on
+        // the faulty thread are mid-turn when it goes down.
+        {
+          match: { role: 'sibling', call: 1 },
+          toolCalls: [{ name: 'wait_for_file', arguments: { path: 'gate' } }],
+        },
+        { match: { role: 'sibling' }, content: 'sibling done' },
+      ],
+    },
+  };
+}
+
+async function runFault(tool: string, options: { timeoutMs?: number } = {}) {
+  const workspace = mkdtempSync(join(tmpdir(), 'troupe-faults-'));
+  workspaces.push(workspace);
+  const { runtime, events } = makeRuntime({
+    roles: [faulty(tool), sibling],
+    model: script(tool),
+    workspace,
+    threadLimits: { maxOldGenerationSizeMb: 48 },
+    cancelGraceMs: 200,
+  });
+  const siblings = Array.from({ length: 4 }, (_, index) =>
+    runtime.spawn('sibling', `sibling ${index}`),
+  );
+  const bad = await runtime.spawn('faulty', 'misbehave', options).result;
+  writeFileSync(join(workspace, 'gate'), 'open');
+  const results = await Promise.all(siblings.map((ref) => ref.result));
+  const retried = events.filter(
+    (event) => event.type === 'agent.progress' && event.note.includes('retrying'),
+  );
+  return { bad, siblings: results, events, retried: retried.map((event) => event.agentId) };
+}
+
+describe('Runtime faults', () => {
+  it('turns a throwing tool into an error result the model reads, and the actor completes', async () => {
+    const { bad, siblings, events, retried } = await runFault('boom');
+    expect(retried).toEqual([]);
+    expect(bad).toMatchObject({ status: 'completed', final: 'the faulty one answered' });
+    const result = events.find(
+      (event) => event.type === 'tool.result' && event.agentId === bad?.agentId,
+    );
+    expect(result).toMatchObject({
+      ok: false,
+      content: expect.stringContaining('boom: the tool failed on purpose'),
+    });
+    expect(siblings.every((result) => result?.status === 'completed')).toBe(true);
+    expectWellFormed(events);
+  });
+
+  it('fails only the actor whose tool calls process.exit, with the exit as reason', async () => {
+    const { bad, siblings, events, retried } = await runFault('exit_process');
+    expect(bad).toMatchObject({ status: 'failed', error: { code: 'runtime.worker_exit' } });
+    expect(retried).toHaveLength(2);
+    expect(bad?.error?.message).toContain('exited');
+    expect(siblings.every((result) => result?.status === 'completed')).toBe(true);
+    expectWellFormed(events);
+  });
+
+  it('fails only the actor whose tool throws an uncaught error on a timer', async () => {
+    const { bad, siblings, events, retried } = await runFault('crash_later');
+    expect(bad).toMatchObject({ status: 'failed', error: { code: 'runtime.worker_exit' } });
+    expect(retried).toHaveLength(2);
+    expect(bad?.error?.message).toContain('uncaught: crashed on purpose');
+    expect(siblings.every((result) => result?.status === 'completed')).toBe(true);
+    expectWellFormed(events);
+  });
+
+  it('fails only the actor that runs its thread out of memory under the resource limits', async () => {
+    const { bad, siblings, events, retried } = await runFault('eat_memory');
+    expect(bad).toMatchObject({ status: 'failed', error: { code: 'runtime.worker_exit' } });
+    expect(retried).toHaveLength(2);
+    expect(bad?.error?.message).toContain('out of memory');
+    expect(siblings.every((result) => result?.status === 'completed')).toBe(true);
+    expectWellFormed(events);
+  });
+
+  it('times out an actor that hangs past its timeout, stopping its thread after the grace period', async () => {
+    const { bad, siblings, events, retried } = await runFault('spin_forever', { timeoutMs: 200 });
+    expect(bad).toMatchObject({ status: 'timed_out', error: { code: 'timeout' } });
+    expect(retried).toHaveLength(2);
+    expect(bad?.error?.message).toContain('its thread was stopped');
+    expect(siblings.every((result) => result?.status === 'completed')).toBe(true);
+    expectWellFormed(events);
+  });
+
+  it('escalates a crash loop to the parent once the restart limit is reached', async () => {
+    const crasher = defineRole({
+      name: 'crasher',
+      description: 'c',
+      system: 'c',
+      tools: ['exit_process'],
+      retry: { maxRetries: 10, backoffMs: 0, maxRestarts: 2, periodMs: 60_000 },
+    });
+    const { runtime, events } = makeRuntime({
+      roles: [crasher],
+      model: {
+        provider: 'scripted',
+        script: { steps: [{ toolCalls: [{ name: 'exit_process' }], repeat: true }] },
+      },
+    });
+    const result = await runtime.spawn('crasher', 'crash', { parent: 'coordinator' }).result;
+    expect(result).toMatchObject({ status: 'failed', error: { code: 'runtime.worker_exit' } });
+    expect(result.error?.message).toContain('restart limit reached');
+    expect(events.filter((event) => event.type === 'agent.progress')).toHaveLength(2);
+    expectWellFormed(events, ['coordinator']);
+  });
+});

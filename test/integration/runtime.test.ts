@@ -1,0 +1,264 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { waitForEvent } from '../../src/events/bus.js';
+import { defineRole } from '../../src/roles/role.js';
+import { defineChannel } from '../../src/runtime/channel.js';
+import { LocalTransport } from '../../src/runtime/transports/local.js';
+import { closeRuntimes, expectWellFormed, makeRuntime, ofType } from './helpers.js';
+
+afterEach(closeRuntimes);
+
+const worker = defineRole({
+  name: 'worker',
+  description: 'w',
+  system: 'Work.',
+  tools: ['read_file'],
+});
+
+describe('Runtime on a worker pool', () => {
+  it('finishes a fan-out of 50 with every event in order, the tree complete and seq gap-free', async () => {
+    const { runtime, events } = makeRuntime({
+      roles: [worker],
+      model: {
+        provider: 'scripted',
+        script: {
+          steps: [
+            { toolCalls: [{ name: 'read_file', arguments: { path: 'package.json' } }] },
+            { content: 'done' },
+          ],
+        },
+      },
+    });
+    runtime.registerRoot('coordinator', { model: runtime.defaultModel, task: 'fan out' });
+    const refs = Array.from({ length: 50 }, (_, index) =>
+      runtime.spawn('worker', `task ${index}`, { parent: 'coordinator' }),
+    );
+
+    const results = await Promise.all(refs.map((ref) => ref.result));
+
+    expect(
+      results.every((result) => result.status === 'completed' && result.final === 'done'),
+    ).toBe(true);
+    expect(new Set(refs.map((ref) => ref.id)).size).toBe(50);
+    expect(refs[0]?.id).toBe('worker-1');
+    expectWellFormed(events, ['coordinator']);
+    expect(ofType(events, 'agent.spawned').every((event) => event.parentId === 'coordinator')).toBe(
+      true,
+    );
+    for (const ref of refs) {
+      const steps = ofType(events, 'model.request')
+        .filter((event) => event.agentId === ref.id)
+        .map((event) => event.step);
+      expect(steps).toEqual([0, 1]);
+    }
+    expect(runtime.usage().agents).toBe(51);
+  });
+
+  it('gives a tool outside the role set an error result and runs nothing', async () => {
+    const { runtime, events } = makeRuntime({
+      roles: [worker],
+      model: {
+        provider: 'scripted',
+        script: { steps: [{ toolCalls: [{ name: 'exit_process' }] }, { content: 'refused' }] },
+      },
+    });
+    const result = await runtime.spawn('worker', 'try a tool you do not have').result;
+    expect(result.status).toBe('completed');
+    expect(ofType(events, 'tool.result')[0]).toMatchObject({
+      ok: false,
+      error: { code: 'tool.not_allowed' },
+    });
+  });
+
+  it('fails a role at spawn, naming the tier and the flag, when its tools need an ungranted tier', async () => {
+    const { runtime, events } = makeRuntime({
+      model: { provider: 'scripted', script: { steps: [] } },
+    });
+    const result = await runtime.spawn('researcher', 'look things up').result;
+    expect(result).toMatchObject({ status: 'failed', error: { code: 'permission.denied' } });
+    expect(result.error?.message).toContain('network');
+    expect(result.error?.message).toContain('--allow');
+    expect(ofType(events, 'model.request')).toEqual([]);
+    expectWellFormed(events);
+  });
+
+  it('refuses a channel payload that breaks the schema to its sender and never delivers it', async () => {
+    const scores = defineChannel(
+      'scores',
+      z.object({ score: z.number().refine((n) => n % 2 === 0, 'score must be even') }),
+    );
+    const scorer = defineRole({
+      name: 'scorer',
+      description: 's',
+      system: 's',
+      publishes: [scores],
+      retry: 'fail_fast',
+    });
+    const tally = defineRole({
+      name: 'tally',
+      description: 't',
+      system: 't',
+      subscribes: [scores],
+    });
+    const { runtime, events } = makeRuntime({
+      roles: [scorer, tally],
+      model: {
+        provider: 'scripted',
+        script: {
+          steps: [
+            {
+              match: { role: 'scorer', call: 1 },
+              toolCalls: [{ name: 'publish_scores', arguments: { score: 3 } }],
+            },
+            { match: { role: 'scorer' }, content: 'could not publish' },
+            { match: { role: 'tally', lastUserContains: 'closed' }, content: 'nothing came' },
+            { match: { role: 'tally' }, content: 'waiting', repeat: true },
+          ],
+        },
+      },
+    });
+    const [scorerRef, tallyRef] = runtime.spawnBatch('coordinator', [
+      { role: 'scorer', task: 'publish a score' },
+      { role: 'tally', task: 'count scores' },
+    ]);
+    const [scored, tallied] = await Promise.all([scorerRef?.result, tallyRef?.result]);
+
+    expect(scored?.status).toBe('completed');
+    expect(tallied?.final).toBe('nothing came');
+    const refusal = ofType(events, 'tool.result').find((event) => event.name === 'publish_scores');
+    expect(refusal).toMatchObject({ ok: false, error: { code: 'channel.invalid_payload' } });
+    expect(refusal?.content).toContain('score must be even');
+    expect(ofType(events, 'message.sent')).toEqual([]);
+    expect(ofType(events, 'message.received')).toEqual([]);
+  });
+
+  it('lands a steering message in a running child history before its next model call', async () => {
+    const { runtime } = makeRuntime({
+      roles: [worker],
+      model: {
+        provider: 'scripted',
+        script: {
+          steps: [
+            {
+              match: { call: 1 },
+              toolCalls: [{ name: 'read_file', arguments: { path: 'package.json' } }],
+              latencyMs: 20,
+            },
+            { match: { conversationContains: 'STEER: focus on scripts' }, content: 'steered' },
+            { content: 'not steered' },
+          ],
+        },
+      },
+    });
+    const ref = runtime.spawn('worker', 'read the package');
+    await ref.send('STEER: focus on scripts');
+    expect((await ref.result).final).toBe('steered');
+  });
+
+  it('answers ask with the turn that read the question', async () => {
+    const listener = defineRole({
+      name: 'listener',
+      description: 'l',
+      system: 'l',
+      subscribes: [defineChannel('never', z.object({}))],
+    });
+    const { runtime } = makeRuntime({
+      roles: [listener],
+      model: {
+        provider: 'scripted',
+        script: {
+          steps: [
+            { match: { lastUserContains: 'What is 2+2?' }, content: 'four' },
+            { match: { lastUserContains: 'closed' }, content: 'closed, bye' },
+            { content: 'ready' },
+          ],
+        },
+      },
+    });
+    const ref = runtime.spawn('listener', 'listen');
+    expect(await ref.ask('What is 2+2?', { timeoutMs: 10_000 })).toBe('four');
+    expect((await ref.result).status).toBe('completed');
+  });
+
+  it('cancels a whole subtree when its root is cancelled', async () => {
+    const lead = defineRole({
+      name: 'lead',
+      description: 'l',
+      system: 'l',
+      canDelegate: true,
+      retry: 'fail_fast',
+    });
+    const waiter = defineRole({
+      name: 'waiter',
+      description: 'w',
+      system: 'w',
+      tools: ['wait_for_cancel'],
+      retry: 'fail_fast',
+    });
+    const { runtime, events } = makeRuntime({
+      roles: [lead, waiter],
+      model: {
+        provider: 'scripted',
+        script: {
+          steps: [
+            {
+              match: { role: 'lead', call: 1 },
+              toolCalls: [
+                {
+                  name: 'delegate',
+                  arguments: {
+                    tasks: [
+                      { role: 'waiter', task: 'a' },
+                      { role: 'waiter', task: 'b' },
+                    ],
+                  },
+                },
+              ],
+            },
+            { match: { role: 'lead' }, content: 'lead done' },
+            { match: { role: 'waiter', call: 1 }, toolCalls: [{ name: 'wait_for_cancel' }] },
+            { match: { role: 'waiter' }, content: 'waiter done' },
+          ],
+        },
+      },
+    });
+    const ref = runtime.spawn('lead', 'delegate and wait');
+    let started = 0;
+    await waitForEvent(
+      runtime.bus,
+      'tool.call',
+      (event) => event.name === 'wait_for_cancel' && ++started === 2,
+    );
+    ref.cancel('the test says stop');
+    const result = await ref.result;
+
+    expect(result.status).toBe('cancelled');
+    const children = ofType(events, 'agent.finished').filter((event) => event.role === 'waiter');
+    expect(children.map((event) => event.status)).toEqual(['cancelled', 'cancelled']);
+    expect(children.every((event) => event.parentId === ref.id)).toBe(true);
+    expect(children[0]?.error?.message).toContain(`its parent ${ref.id}`);
+    expectWellFormed(events);
+  });
+
+  it('leaves no thread behind after close', async () => {
+    const transport = new LocalTransport({
+      threads: 2,
+      config: {
+        runId: 'r',
+        workspace: process.cwd(),
+        grants: ['read'],
+        toolModules: [],
+        hasApprove: false,
+      },
+    });
+    const { runtime } = makeRuntime({
+      roles: [worker],
+      transport,
+      model: { provider: 'scripted', script: { steps: [{ content: 'done' }] } },
+    });
+    await runtime.spawn('worker', 'quick').result;
+    expect(transport.threadCount).toBe(2);
+    await runtime.close();
+    expect(transport.threadCount).toBe(0);
+  });
+});
