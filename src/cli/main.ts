@@ -74,6 +74,8 @@ export async function main(argv: readonly string[] = process.argv): Promise<numb
   const onSignal = (): void => {
     interrupts += 1;
     if (interrupts > 1) {
+      // The live view hides the cursor; give it back before leaving mid-frame.
+      if (process.stdout.isTTY) process.stdout.write('\u001b[?25h');
       process.stderr.write('\nInterrupted twice: exiting now.\n');
       process.exit(EXIT.interrupted);
     }
