@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { Agent, type AgentResult } from '../agent/agent.js';
 import { type SerializedError, TroupeError } from '../errors.js';
 import type { EventPayload, RunStatus, UnsequencedEvent } from '../events/schema.js';
-import { createModel, describeModel, type ModelSpec } from '../model/model.js';
+import { createModel, describeModel, type Model, type ModelSpec } from '../model/model.js';
 import { addUsage, type Usage } from '../model/types.js';
 import type { ActorResult, AgentRef } from '../runtime/actor.js';
 import {
@@ -62,18 +62,32 @@ export function createCoordinator(
   options: CoordinatorOptions = {},
   state: CoordinatorState = new CoordinatorState(),
 ): Agent {
+  return buildCoordinator(
+    runtime,
+    options,
+    state,
+    createModel(options.model ?? runtime.defaultModel, runtime.toolSettings.env),
+  );
+}
+
+// One model instance serves the coordinator's turns, its last turn included.
+function buildCoordinator(
+  runtime: Runtime,
+  options: CoordinatorOptions,
+  state: CoordinatorState,
+  model: Model,
+): Agent {
   const names = options.roles ?? runtime.roles.map((role) => role.name);
   const settings = runtime.toolSettings;
   const read = createBuiltinRegistry({ names: ['list_dir', 'read_file'] }).list();
   const tools: AnyTool[] =
     options.delegation === false ? read : [...delegationToolsFor(runtime, names, state), ...read];
-  const spec = options.model ?? runtime.defaultModel;
   return new Agent({
     name: COORDINATOR_ID,
     agentId: COORDINATOR_ID,
     role: COORDINATOR_ID,
     runId: runtime.runId,
-    model: createModel(spec, settings.env),
+    model,
     tools: new ToolRegistry(tools),
     system: options.system ?? coordinatorPrompt(runtime, names),
     maxSteps: options.maxSteps ?? 20,
@@ -245,11 +259,12 @@ export async function runJob(options: JobOptions): Promise<JobResult> {
   let result: AgentResult | undefined;
   let failure: unknown;
   try {
-    const agent = createCoordinator(runtime, options, state);
+    const model = createModel(spec, runtime.toolSettings.env);
+    const agent = buildCoordinator(runtime, options, state, model);
     result = await agent.run(task, { signal: controller.signal });
     const crossing = runtime.budgetExceeded;
     if (crossing !== undefined && !signal?.aborted) {
-      const last = createCoordinator(runtime, { ...options, delegation: false }, state);
+      const last = buildCoordinator(runtime, { ...options, delegation: false }, state, model);
       last.resetHistory(result.messages);
       const done = [...state.results.values()];
       const summary =
