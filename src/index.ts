@@ -81,6 +81,34 @@ export type {
   Usage,
 } from './model/types.js';
 export { addUsage, emptyUsage, MessageSchema, totalTokens } from './model/types.js';
+// The actor runtime, channels and roles.
+export type { Finding } from './roles/builtin.js';
+export {
+  analyst,
+  builtinRoles,
+  FindingSchema,
+  findingsChannel,
+  reporter,
+  researcher,
+} from './roles/builtin.js';
+export type { CoordinatorOptions, JobOptions, JobResult } from './roles/coordinator.js';
+export { COORDINATOR_ID, createCoordinator, runJob } from './roles/coordinator.js';
+export type { PipelineOptions, PipelineResult } from './roles/pipeline.js';
+export { runPipeline } from './roles/pipeline.js';
+export type { AnyRole, RetryPolicy, Role, RoleDefinition } from './roles/role.js';
+export { DEFAULT_RETRY, defineRole, isRole } from './roles/role.js';
+export type { ActorResult, AgentRef, SpawnOptions } from './runtime/actor.js';
+export type { AnyChannel, Channel, ChannelSpec } from './runtime/channel.js';
+export { defineChannel, formatChannelClosed, formatChannelMessage } from './runtime/channel.js';
+export type { DelegateInput, DelegationPolicy } from './runtime/delegation.js';
+export type { MailboxOptions, OverflowPolicy } from './runtime/mailbox.js';
+export { Runtime } from './runtime/runtime.js';
+export type { RuntimeOptions, ThreadLimits } from './runtime/runtime-options.js';
+export type { Transport, TransportHandlers } from './runtime/transport.js';
+export type { LocalTransportOptions } from './runtime/transports/local.js';
+export { LocalTransport } from './runtime/transports/local.js';
+export type { BudgetCrossing, TreeBudgetLimits } from './runtime/tree-budget.js';
+export type { ModelPrice, UsageTotals } from './runtime/usage-ledger.js';
 export type { FetchToolOptions, HostResolver, ResolvedAddress } from './tools/builtin/fetch.js';
 export { createFetchTool, fetchUrlTool } from './tools/builtin/fetch.js';
 export { listDirTool } from './tools/builtin/list-dir.js';
