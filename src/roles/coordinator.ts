@@ -91,7 +91,7 @@ function buildCoordinator(
     tools: new ToolRegistry(tools),
     system: options.system ?? coordinatorPrompt(runtime, names),
     maxSteps: options.maxSteps ?? 20,
-    events: runtime.bus,
+    events: runtime.events,
     ...(options.stream === undefined ? {} : { stream: options.stream }),
     toolContext: {
       workspace: settings.workspace,
@@ -233,7 +233,7 @@ export async function runJob(options: JobOptions): Promise<JobResult> {
   const { runtime, task, signal } = options;
   const spec = options.model ?? runtime.defaultModel;
   const emit = (payload: EventPayload): void => {
-    runtime.bus.publish({
+    runtime.events.emit({
       v: 1,
       ts: Date.now(),
       runId: runtime.runId,

@@ -1,15 +1,20 @@
 import { errorMessage, serializeError, TroupeError } from '../errors.js';
 import type { UnsequencedEvent } from '../events/schema.js';
+import { createModel, type Model, type ModelSpec } from '../model/model.js';
+import { ScriptedModel } from '../model/providers/scripted.js';
+import { emptyUsage } from '../model/types.js';
 import { ToolRegistry } from '../tools/registry.js';
 import type { AnyTool } from '../tools/tool.js';
 import type { ActorResult } from './actor.js';
 import { Batcher } from './batcher.js';
 import type { DelegateInput } from './delegation.js';
-import { HostedActor, type HostRequests } from './hosted-actor.js';
+import { checkEvent } from './event-check.js';
+import { HostedActor, type HostRequests, roleTools } from './hosted-actor.js';
 import {
   type HostConfig,
   type MainToWorker,
   parseMainMessage,
+  type RoleSpec,
   type WorkerToMain,
 } from './protocol.js';
 import { loadToolModules } from './tool-modules.js';
@@ -45,6 +50,8 @@ export class ActorHost {
   readonly #port: HostPort;
   readonly #tools: ToolRegistry;
   readonly #actors = new Map<string, HostedActor>();
+  readonly #roles = new Map<string, { spec: RoleSpec; tools: ToolRegistry | undefined }>();
+  readonly #models = new Map<string, { spec: ModelSpec; shared: Model | undefined }>();
   readonly #running = new Set<Promise<void>>();
   readonly #pending = new Map<number, Pending>();
   readonly #out: Batcher<WorkerToMain>;
@@ -122,6 +129,12 @@ export class ActorHost {
 
   #handle(item: MainToWorker): void {
     switch (item.type) {
+      case 'role.define':
+        this.#roles.set(item.key, { spec: item.role, tools: undefined });
+        return;
+      case 'model.define':
+        this.#models.set(item.key, { spec: item.model, shared: undefined });
+        return;
       case 'actor.start':
         this.#start(item);
         return;
@@ -152,68 +165,94 @@ export class ActorHost {
   #start(start: Extract<MainToWorker, { type: 'actor.start' }>): void {
     if (this.#stopping || this.#actors.has(start.actorId)) return;
     const id = start.actorId;
-    const emit = (event: UnsequencedEvent): void => this.#out.push({ type: 'event', event });
-    const actor = new HostedActor({
-      start,
-      config: this.#config,
-      tools: this.#tools,
-      emit,
-      consumed: (count) => this.#out.push({ type: 'mailbox.consumed', actorId: id, count }),
-      turn: (final) => this.#out.push({ type: 'actor.turn', actorId: id, final }),
-      requests: this.#requests(),
-      env: this.#env,
-    });
-    this.#actors.set(id, actor);
     this.#out.push({ type: 'actor.started', actorId: id });
-    const loadError = this.#loadError;
-    const running = (async () => {
-      const outcome =
-        loadError === undefined
-          ? await actor.run()
-          : {
-              stopReason: 'error' as const,
-              final: '',
-              usage: { inputTokens: 0, outputTokens: 0 },
-              steps: 0,
-              error: serializeError(loadError),
-            };
+    let actor: HostedActor;
+    try {
+      if (this.#loadError !== undefined) throw this.#loadError;
+      actor = new HostedActor({
+        start,
+        ...this.#roleOf(start.role),
+        model: this.#modelOf(start.model),
+        config: this.#config,
+        emit: this.#emit,
+        consumed: (count) => this.#out.push({ type: 'mailbox.consumed', actorId: id, count }),
+        turn: (final) => this.#out.push({ type: 'actor.turn', actorId: id, final }),
+        requests: this.#requests,
+        env: this.#env,
+      });
+    } catch (error) {
+      // A role or model this host cannot build fails the actor, not the thread.
+      const outcome = {
+        stopReason: 'error' as const,
+        final: '',
+        usage: emptyUsage(),
+        steps: 0,
+        error: serializeError(error),
+      };
+      this.#out.push({ type: 'actor.result', actorId: id, outcome });
+      return;
+    }
+    this.#actors.set(id, actor);
+    const running = actor.run().then((outcome) => {
       this.#actors.delete(id);
       // After every event of the actor, on the same port: the end-of-stream marker.
       this.#out.push({ type: 'actor.result', actorId: id, outcome });
-    })();
+    });
     this.#running.add(running);
     void running.finally(() => this.#running.delete(running));
   }
 
-  #requests(): HostRequests {
-    return {
-      publish: (actorId, channel, payload) =>
-        this.#request((requestId) => ({
-          type: 'channel.publish',
-          requestId,
-          actorId,
-          channel,
-          payload,
-        })),
-      approve: (actorId, request) =>
-        this.#request((requestId) => ({
-          type: 'approval.requested',
-          requestId,
-          actorId,
-          tool: request.tool,
-          summary: request.summary,
-        })),
-      spawn: (actorId, input: DelegateInput) =>
-        this.#request<ActorResult[]>((requestId) => ({
-          type: 'spawn.requested',
-          requestId,
-          actorId,
-          tasks: input.tasks,
-          ...(input.policy === undefined ? {} : { policy: input.policy }),
-          ...(input.quorum === undefined ? {} : { quorum: input.quorum }),
-        })),
-    };
+  #roleOf(key: string): { role: RoleSpec; tools: ToolRegistry } {
+    const entry = this.#roles.get(key);
+    if (entry === undefined)
+      throw new TroupeError('runtime.protocol', `Role ${key} was never defined on this host.`);
+    entry.tools ??= roleTools(this.#tools, entry.spec, this.#requests);
+    return { role: entry.spec, tools: entry.tools };
   }
+
+  // A scripted model keeps state (its used steps), so each actor gets its own;
+  // every other provider is stateless per request and shared on the host.
+  #modelOf(key: string): Model {
+    const entry = this.#models.get(key);
+    if (entry === undefined)
+      throw new TroupeError('runtime.protocol', `Model ${key} was never defined on this host.`);
+    if (entry.spec.provider === 'scripted') return new ScriptedModel(entry.spec.script);
+    entry.shared ??= createModel(entry.spec, this.#env);
+    return entry.shared;
+  }
+
+  // Validated here, in the worker: the main thread only stamps the seq.
+  readonly #emit = (event: UnsequencedEvent): void => {
+    this.#out.push({ type: 'event', event: checkEvent(event) });
+  };
+
+  readonly #requests: HostRequests = {
+    publish: (actorId, channel, payload) =>
+      this.#request((requestId) => ({
+        type: 'channel.publish',
+        requestId,
+        actorId,
+        channel,
+        payload,
+      })),
+    approve: (actorId, request) =>
+      this.#request((requestId) => ({
+        type: 'approval.requested',
+        requestId,
+        actorId,
+        tool: request.tool,
+        summary: request.summary,
+      })),
+    spawn: (actorId, input: DelegateInput) =>
+      this.#request<ActorResult[]>((requestId) => ({
+        type: 'spawn.requested',
+        requestId,
+        actorId,
+        tasks: input.tasks,
+        ...(input.policy === undefined ? {} : { policy: input.policy }),
+        ...(input.quorum === undefined ? {} : { quorum: input.quorum }),
+      })),
+  };
 
   #request<TAnswer>(build: (requestId: number) => WorkerToMain): Promise<TAnswer> {
     if (this.#stopping) {

@@ -167,13 +167,13 @@ export class ActorRecord {
     this.detachSignal = undefined;
   }
 
-  /** Settles the result (once) and every pending ask. */
-  settle(result: ActorResult, askError: unknown): void {
+  /** Settles the result (once) and every pending ask (`askError` makes the error for those never read). */
+  settle(result: ActorResult, askError: () => unknown): void {
     this.state = 'finished';
     this.clearTimers();
     for (const asker of this.#askers.splice(0)) {
       if (asker.needed <= this.consumed) asker.resolve(result.final);
-      else asker.reject(askError);
+      else asker.reject(askError());
     }
     this.#resolve?.(result);
     this.#resolve = undefined;

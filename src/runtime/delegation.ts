@@ -116,22 +116,26 @@ export function formatDelegationResults(results: readonly ActorResult[]): string
   );
 }
 
-/** The delegation tool a worker actor whose role may delegate gets; it round-trips to the main thread. */
-export function delegationTools(actorId: string, requester: DelegationRequester): AnyTool[] {
+/**
+ * The delegation tool a worker actor whose role may delegate gets; it
+ * round-trips to the main thread on behalf of the calling agent, so one
+ * instance serves every actor of the role.
+ */
+export function delegationTools(requester: DelegationRequester): AnyTool[] {
   return [
     defineTool({
       name: 'delegate',
       description:
         'Hand tasks to sub-agents that run in parallel, and get every result back (failures are reported beside the results).',
       parameters: DelegateInputSchema,
-      execute: async (input) => {
+      execute: async (input, context) => {
         if (input.policy === 'quorum' && input.quorum === undefined) {
           throw new TroupeError(
             'tool.invalid_input',
             'policy "quorum" needs `quorum` (how many must succeed).',
           );
         }
-        return formatDelegationResults(await requester.spawn(actorId, input));
+        return formatDelegationResults(await requester.spawn(context.agentId, input));
       },
     }),
   ];

@@ -1,10 +1,11 @@
 import { errorMessage, TroupeError } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
-import type { EventPayload, UnsequencedEvent } from '../events/schema.js';
+import type { EventPayload } from '../events/schema.js';
 import type { ApprovalRequest } from '../tools/tool.js';
 import type { ActorResult } from './actor.js';
 import type { ActorTable } from './actor-table.js';
 import type { DelegateInput } from './delegation.js';
+import { looksLikeEvent } from './event-check.js';
 import type { ActorLifecycle } from './lifecycle.js';
 import type { WorkerToMain } from './protocol.js';
 import type { Router } from './router.js';
@@ -14,6 +15,7 @@ import type { Scheduler } from './scheduler.js';
 /** What the main thread's side of the protocol acts on. */
 export interface HostLinkDeps {
   bus: EventBus;
+  runId: string;
   table: ActorTable;
   lifecycle: ActorLifecycle;
   router: Router;
@@ -81,26 +83,27 @@ export class HostLink {
     }
   }
 
-  // An invalid event is reported as a callback.error, never dropped silently.
+  // Validated in the worker that produced it; here only the envelope is
+  // checked. Anything else is reported as a callback.error, never dropped silently.
   #ingest(event: unknown): void {
-    try {
-      this.#deps.bus.publish(event as UnsequencedEvent);
-    } catch (error) {
-      const agentId = (event as { agentId?: unknown }).agentId;
-      this.#deps.emit(
-        typeof agentId === 'string' ? agentId : (this.#deps.table.firstRoot() ?? 'runtime'),
-        {
-          type: 'callback.error',
-          callback: 'worker event',
-          error: plainError(
-            new TroupeError(
-              'runtime.protocol',
-              `A worker sent an invalid event: ${errorMessage(error)}`,
-            ),
-          ),
-        },
-      );
+    const { bus, table, runId } = this.#deps;
+    let problem = 'its envelope is malformed';
+    if (looksLikeEvent(event, runId)) {
+      try {
+        bus.publish(event);
+        return;
+      } catch (error) {
+        problem = errorMessage(error);
+      }
     }
+    const agentId = (event as { agentId?: unknown } | null)?.agentId;
+    this.#deps.emit(typeof agentId === 'string' ? agentId : (table.firstRoot() ?? 'runtime'), {
+      type: 'callback.error',
+      callback: 'worker event',
+      error: plainError(
+        new TroupeError('runtime.protocol', `A worker sent an invalid event: ${problem}`),
+      ),
+    });
   }
 
   async #publish(hostId: number, item: Item<'channel.publish'>): Promise<void> {

@@ -2,13 +2,13 @@ import { z } from 'zod';
 import { Agent } from '../agent/agent.js';
 import { serializeError, TroupeError } from '../errors.js';
 import type { EventPayload, UnsequencedEvent } from '../events/schema.js';
-import { createModel } from '../model/model.js';
+import type { Model } from '../model/model.js';
 import { addUsage, emptyUsage, type Message, type Usage } from '../model/types.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import type { AnyTool, ApprovalRequest, ToolContext } from '../tools/tool.js';
 import { type ChannelSpec, formatChannelClosed, publishToolName } from './channel.js';
 import { type DelegationRequester, delegationTools } from './delegation.js';
-import type { ActorOutcome, HostConfig, MainToWorker } from './protocol.js';
+import type { ActorOutcome, HostConfig, MainToWorker, RoleSpec } from './protocol.js';
 
 type StartMessage = Extract<MainToWorker, { type: 'actor.start' }>;
 
@@ -25,9 +25,11 @@ export interface HostRequests extends DelegationRequester {
 /** What a hosted actor is built from. */
 export interface HostedActorOptions {
   start: StartMessage;
-  config: HostConfig;
-  /** Every tool this host knows (built-ins and user modules); narrowed to the role's set here. */
+  role: RoleSpec;
+  /** The role's tools (see roleTools): shared by every actor of the role on this host. */
   tools: ToolRegistry;
+  model: Model;
+  config: HostConfig;
   emit(event: UnsequencedEvent): void;
   /** Reports that the actor read `count` mailbox messages (frees slots in the main thread's account). */
   consumed(count: number): void;
@@ -57,13 +59,15 @@ export class HostedActor {
   readonly #controller = new AbortController();
   readonly #inbox: InboxItem[] = [];
   readonly #open: Set<string>;
+  readonly #role: RoleSpec;
   #wake: (() => void) | undefined;
   #cancelReason = '';
 
   constructor(options: HostedActorOptions) {
     this.#options = options;
     this.id = options.start.actorId;
-    this.#open = new Set(options.start.role.subscribes);
+    this.#role = options.role;
+    this.#open = new Set(options.role.subscribes);
   }
 
   /** A message for the actor (a channel message or a steering message from its parent). */
@@ -181,11 +185,7 @@ export class HostedActor {
 
   #buildAgent(): Agent {
     const { start, config } = this.#options;
-    const role = start.role;
-    const model = createModel(start.model, this.#options.env);
-    const extra: AnyTool[] = role.publishes.map((channel) => this.#publishTool(channel));
-    if (role.canDelegate) extra.push(...delegationTools(this.id, this.#options.requests));
-    const tools = this.#options.tools.narrow(role.tools).with(extra);
+    const role = this.#role;
     const toolContext: Partial<Omit<ToolContext, 'signal' | 'runId' | 'agentId' | 'role'>> = {
       workspace: config.workspace,
       grants: config.grants,
@@ -199,8 +199,8 @@ export class HostedActor {
     return new Agent({
       name: this.id,
       agentId: this.id,
-      model,
-      tools,
+      model: this.#options.model,
+      tools: this.#options.tools,
       system: role.system,
       maxSteps: role.maxSteps,
       events: { emit: (event) => this.#options.emit(event) },
@@ -214,28 +214,6 @@ export class HostedActor {
     });
   }
 
-  #publishTool(channel: ChannelSpec): AnyTool {
-    const requests = this.#options.requests;
-    const actorId = this.id;
-    return {
-      name: publishToolName(channel.name),
-      description: `Publish one message on the "${channel.name}" channel; every subscriber receives it. ${channel.description}`,
-      parameters: payloadSchema(channel),
-      tiers: [],
-      jsonSchema: channel.jsonSchema,
-      execute: async (payload: unknown) => {
-        const answer = await requests.publish(actorId, channel.name, payload);
-        if (!answer.ok) {
-          throw new TroupeError(
-            answer.code === 'mailbox.full' ? 'mailbox.full' : 'channel.invalid_payload',
-            answer.message,
-          );
-        }
-        return answer.message;
-      },
-    };
-  }
-
   #emit(payload: EventPayload): void {
     const { start, config } = this.#options;
     this.#options.emit({
@@ -244,10 +222,43 @@ export class HostedActor {
       runId: config.runId,
       agentId: this.id,
       ...(start.parentId === undefined ? {} : { parentId: start.parentId }),
-      role: start.role.name,
+      role: this.#role.name,
       ...payload,
     } as UnsequencedEvent);
   }
+}
+
+/**
+ * The tools of a role on one host: the role's named tools narrowed from
+ * everything the host knows (a call to any other is answered "not in your
+ * tool set"), plus `publish_<channel>` for each channel it publishes on and
+ * `delegate` when it may delegate. They act for the calling agent (its id
+ * comes with the call), so one registry serves every actor of the role.
+ */
+export function roleTools(all: ToolRegistry, role: RoleSpec, requests: HostRequests): ToolRegistry {
+  const extra: AnyTool[] = role.publishes.map((channel) => publishTool(channel, requests));
+  if (role.canDelegate) extra.push(...delegationTools(requests));
+  return all.narrow(role.tools).with(extra);
+}
+
+function publishTool(channel: ChannelSpec, requests: HostRequests): AnyTool {
+  return {
+    name: publishToolName(channel.name),
+    description: `Publish one message on the "${channel.name}" channel; every subscriber receives it. ${channel.description}`,
+    parameters: payloadSchema(channel),
+    tiers: [],
+    jsonSchema: channel.jsonSchema,
+    execute: async (payload: unknown, context) => {
+      const answer = await requests.publish(context.agentId, channel.name, payload);
+      if (!answer.ok) {
+        throw new TroupeError(
+          answer.code === 'mailbox.full' ? 'mailbox.full' : 'channel.invalid_payload',
+          answer.message,
+        );
+      }
+      return answer.message;
+    },
+  };
 }
 
 // The sender's thread checks the payload against the channel's JSON Schema

@@ -194,7 +194,7 @@ export class ActorLifecycle {
     }
     record.settle(
       result,
-      new TroupeError('runtime.closed', `${record.id} finished before it read the message.`),
+      () => new TroupeError('runtime.closed', `${record.id} finished before it read the message.`),
     );
     for (const child of table.liveChildren(record.id))
       this.cancel(child, `its parent ${record.id} finished`, 'cancelled');

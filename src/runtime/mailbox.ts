@@ -35,7 +35,7 @@ export class Mailbox {
   readonly #maxWaiting: number;
   readonly #waiters: Waiter[] = [];
   #size = 0;
-  #closed: TroupeError | undefined;
+  #closed: string | undefined;
 
   constructor(owner: string, options: MailboxOptions = {}) {
     const capacity = options.capacity ?? DEFAULT_CAPACITY;
@@ -79,7 +79,7 @@ export class Mailbox {
    * Rejects with `runtime.closed` when the mailbox is (or gets) closed.
    */
   reserve(): Promise<void> {
-    if (this.#closed !== undefined) return Promise.reject(this.#closed);
+    if (this.#closed !== undefined) return Promise.reject(this.#closedError(this.#closed));
     // Waiters go first, so a newcomer cannot overtake a sender that waits.
     if (this.#waiters.length === 0 && this.tryReserve()) return Promise.resolve();
     if (this.overflow === 'error' || this.#waiters.length >= this.#maxWaiting) {
@@ -118,10 +118,17 @@ export class Mailbox {
   /** Closes the mailbox: waiting and later senders are refused with `runtime.closed`. */
   close(reason = `${this.owner} has finished`): void {
     if (this.#closed !== undefined) return;
-    this.#closed = new TroupeError('runtime.closed', `The message was not delivered: ${reason}.`, {
+    this.#closed = reason;
+    const waiters = this.#waiters.splice(0);
+    if (waiters.length === 0) return;
+    const error = this.#closedError(reason);
+    for (const waiter of waiters) waiter.reject(error);
+  }
+
+  // Made only when someone is refused: most mailboxes close with nobody waiting.
+  #closedError(reason: string): TroupeError {
+    return new TroupeError('runtime.closed', `The message was not delivered: ${reason}.`, {
       details: { agentId: this.owner },
     });
-    const waiters = this.#waiters.splice(0);
-    for (const waiter of waiters) waiter.reject(this.#closed);
   }
 }

@@ -70,12 +70,18 @@ export const ActorResultDataSchema = z.object({
 });
 
 export const MainToWorkerSchema = z.discriminatedUnion('type', [
+  /** A role, sent once per host; actors name it by key (histories and specs stay put, only deltas cross). */
+  z.object({ type: z.literal('role.define'), key: z.string(), role: RoleSpecSchema }),
+  /** A model spec, sent once per host. */
+  z.object({ type: z.literal('model.define'), key: z.string(), model: ModelSpecSchema }),
   z.object({
     type: z.literal('actor.start'),
     actorId: z.string(),
     parentId: z.string().optional(),
-    role: RoleSpecSchema,
-    model: ModelSpecSchema,
+    /** Key of a role defined on this host. */
+    role: z.string(),
+    /** Key of a model defined on this host. */
+    model: z.string(),
     task: z.string(),
     /** The attempt number, from 1; retries restart the actor from its task. */
     attempt: z.number().int().positive(),

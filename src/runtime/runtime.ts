@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { errorMessage, type SerializedError, TroupeError } from '../errors.js';
 import { EventBus, type Unsubscribe } from '../events/bus.js';
-import type { EventPayload, UnsequencedEvent } from '../events/schema.js';
+import type { EventPayload, EventSink, UnsequencedEvent } from '../events/schema.js';
 import { describeModel, type ModelSpec } from '../model/model.js';
 import { builtinRoles } from '../roles/builtin.js';
 import { type AnyRole, isRole } from '../roles/role.js';
@@ -11,6 +11,7 @@ import { ActorRecord, type AgentRef, type SpawnOptions } from './actor.js';
 import { createAgentRef, refusedRef, reusedRef } from './actor-ref.js';
 import { ActorTable } from './actor-table.js';
 import { runDelegation } from './delegation.js';
+import { checkEvent } from './event-check.js';
 import { HostLink } from './host-link.js';
 import { ActorLifecycle, type StopKind } from './lifecycle.js';
 import { Mailbox } from './mailbox.js';
@@ -61,7 +62,8 @@ export class Runtime {
 
   constructor(options: RuntimeOptions) {
     this.#options = options;
-    this.bus = options.bus ?? new EventBus();
+    // Each event is validated once where it is made (workers validate theirs); this bus only stamps seq.
+    this.bus = options.bus ?? new EventBus({ validate: false });
     this.runId = options.runId ?? createRunId();
     for (const role of [...builtinRoles(), ...(options.roles ?? [])]) {
       if (!isRole(role))
@@ -106,6 +108,7 @@ export class Runtime {
     });
     this.#link = new HostLink({
       bus: this.bus,
+      runId: this.runId,
       table: this.#table,
       lifecycle: this.#lifecycle,
       router: this.#router,
@@ -131,6 +134,16 @@ export class Runtime {
       }
     }
   }
+
+  /**
+   * Where main-thread producers (the coordinator) put their events: each is
+   * validated, then published on the bus.
+   */
+  readonly events: EventSink = {
+    emit: (event) => {
+      this.bus.publish(checkEvent(event));
+    },
+  };
 
   /** The model of roles that name none. */
   get defaultModel(): ModelSpec {
@@ -524,7 +537,7 @@ export class Runtime {
 
   #emit(agentId: string, payload: EventPayload): void {
     const record = this.#table.get(agentId);
-    this.bus.publish({
+    this.events.emit({
       v: 1,
       ts: Date.now(),
       runId: this.runId,

@@ -1,7 +1,8 @@
 import type { TroupeError } from '../errors.js';
+import type { ModelSpec } from '../model/model.js';
 import { type AnyRole, toRoleSpec } from '../roles/role.js';
 import type { ActorRecord } from './actor.js';
-import type { MainToWorkerInput, RoleSpec, WorkerToMain } from './protocol.js';
+import type { MainToWorkerInput, WorkerToMain } from './protocol.js';
 import type { Transport } from './transport.js';
 
 /** What the scheduler reports up to the runtime. */
@@ -25,7 +26,11 @@ export class Scheduler {
   readonly #maxPerHost: number;
   readonly #queue: ActorRecord[] = [];
   readonly #load = new Map<number, number>();
-  readonly #specs = new WeakMap<AnyRole, RoleSpec>();
+  readonly #roleKeys = new WeakMap<AnyRole, string>();
+  readonly #modelKeys = new WeakMap<object, string>();
+  // The role and model keys each host has been sent already.
+  readonly #defined = new Map<number, Set<string>>();
+  #nextKey = 1;
   #started = false;
 
   constructor(transport: Transport, events: SchedulerEvents, maxPerHost: number) {
@@ -53,6 +58,7 @@ export class Scheduler {
         items: (hostId, items) => this.#events.items(hostId, items),
         hostDown: (hostId, error) => {
           this.#load.delete(hostId);
+          this.#defined.delete(hostId);
           this.#events.hostDown(hostId, error);
           this.pump();
         },
@@ -129,18 +135,13 @@ export class Scheduler {
     record.hostId = hostId;
     record.attempt += 1;
     this.#load.set(hostId, (this.#load.get(hostId) ?? 0) + 1);
-    let spec = this.#specs.get(record.role);
-    if (spec === undefined) {
-      spec = toRoleSpec(record.role);
-      this.#specs.set(record.role, spec);
-    }
     const send = (item: MainToWorkerInput): void => this.#transport.send(hostId, item);
     send({
       type: 'actor.start',
       actorId: record.id,
       ...(record.parentId === undefined ? {} : { parentId: record.parentId }),
-      role: spec,
-      model: record.model,
+      role: this.#defineRole(hostId, record.role),
+      model: this.#defineModel(hostId, record.model),
       task: record.task,
       attempt: record.attempt,
     });
@@ -155,5 +156,43 @@ export class Scheduler {
     if (record.stop !== undefined) {
       send({ type: 'actor.cancel', actorId: record.id, reason: record.stop.error.message });
     }
+  }
+
+  // Roles and models cross to a host once; actors name them by key.
+  #defineRole(hostId: number, role: AnyRole): string {
+    let key = this.#roleKeys.get(role);
+    if (key === undefined) {
+      key = `${role.name}#${this.#nextKey++}`;
+      this.#roleKeys.set(role, key);
+    }
+    const defined = this.#definedOn(hostId);
+    if (!defined.has(key)) {
+      defined.add(key);
+      this.#transport.send(hostId, { type: 'role.define', key, role: toRoleSpec(role) });
+    }
+    return key;
+  }
+
+  #defineModel(hostId: number, model: ModelSpec): string {
+    let key = this.#modelKeys.get(model);
+    if (key === undefined) {
+      key = `model#${this.#nextKey++}`;
+      this.#modelKeys.set(model, key);
+    }
+    const defined = this.#definedOn(hostId);
+    if (!defined.has(key)) {
+      defined.add(key);
+      this.#transport.send(hostId, { type: 'model.define', key, model });
+    }
+    return key;
+  }
+
+  #definedOn(hostId: number): Set<string> {
+    let defined = this.#defined.get(hostId);
+    if (defined === undefined) {
+      defined = new Set();
+      this.#defined.set(hostId, defined);
+    }
+    return defined;
   }
 }

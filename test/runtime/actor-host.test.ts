@@ -1,6 +1,7 @@
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import type { ModelSpec } from '../../src/model/model.js';
 import { ActorHost } from '../../src/runtime/actor-host.js';
 import { defineChannel, toChannelSpec } from '../../src/runtime/channel.js';
 import type {
@@ -74,6 +75,15 @@ function startHost() {
     for (const wake of waiters.splice(0)) wake();
   });
   const send = (...messages: MainToWorkerInput[]) => port1.postMessage(messages);
+  let keys = 0;
+  const start = (actorId: string, roleSpec: RoleSpec, model: ModelSpec, task: string) => {
+    keys += 1;
+    send(
+      { type: 'role.define', key: `r${keys}`, role: roleSpec },
+      { type: 'model.define', key: `m${keys}`, model },
+      { type: 'actor.start', actorId, role: `r${keys}`, model: `m${keys}`, task, attempt: 1 },
+    );
+  };
   const until = async (predicate: (item: WorkerToMain) => boolean): Promise<WorkerToMain> => {
     for (;;) {
       const found = items.find(predicate);
@@ -87,7 +97,7 @@ function startHost() {
     port1.close();
   };
   hosts.push(stop);
-  return { items, send, until, stop, port: port1 as MessagePort };
+  return { items, send, start, until, stop, port: port1 as MessagePort };
 }
 
 const hosts: Array<() => Promise<void>> = [];
@@ -102,18 +112,16 @@ const events = (items: WorkerToMain[]) =>
 
 describe('ActorHost', () => {
   it('runs an actor and sends its result after its last event', async () => {
-    const { items, send, until } = startHost();
-    send({
-      type: 'actor.start',
-      actorId: 'worker-1',
-      role: role(),
-      model: {
+    const { items, start, until } = startHost();
+    start(
+      'worker-1',
+      role(),
+      {
         provider: 'scripted',
         script: { steps: [{ toolCalls: [{ name: 'count' }] }, { content: 'done' }] },
       },
-      task: 'count once',
-      attempt: 1,
-    });
+      'count once',
+    );
     const result = await until((item) => item.type === 'actor.result');
     expect(result).toMatchObject({
       actorId: 'worker-1',
@@ -128,18 +136,16 @@ describe('ActorHost', () => {
 
   it('answers a tool outside the role set with tool.not_allowed and runs nothing', async () => {
     sideEffects = 0;
-    const { items, send, until } = startHost();
-    send({
-      type: 'actor.start',
-      actorId: 'worker-1',
-      role: role({ tools: ['count'] }),
-      model: {
+    const { items, start, until } = startHost();
+    start(
+      'worker-1',
+      role({ tools: ['count'] }),
+      {
         provider: 'scripted',
         script: { steps: [{ toolCalls: [{ name: 'forbidden' }] }, { content: 'ok' }] },
       },
-      task: 'try',
-      attempt: 1,
-    });
+      'try',
+    );
     await until((item) => item.type === 'actor.result');
     const toolResult = events(items).find((event) => event.type === 'tool.result') as unknown as {
       ok: boolean;
@@ -150,12 +156,11 @@ describe('ActorHost', () => {
   });
 
   it('keeps a subscriber running on each message and finishes after the close notice', async () => {
-    const { items, send, until } = startHost();
-    send({
-      type: 'actor.start',
-      actorId: 'reader-1',
-      role: role({ tools: [], subscribes: ['notes'] }),
-      model: {
+    const { items, send, start, until } = startHost();
+    start(
+      'reader-1',
+      role({ tools: [], subscribes: ['notes'] }),
+      {
         provider: 'scripted',
         script: {
           steps: [
@@ -165,9 +170,8 @@ describe('ActorHost', () => {
           ],
         },
       },
-      task: 'read notes',
-      attempt: 1,
-    });
+      'read notes',
+    );
     await until((item) => item.type === 'actor.turn');
     send({
       type: 'mailbox.deliver',
@@ -193,18 +197,16 @@ describe('ActorHost', () => {
   });
 
   it('stops an actor cooperatively on actor.cancel', async () => {
-    const { send, until } = startHost();
-    send({
-      type: 'actor.start',
-      actorId: 'worker-1',
-      role: role({ tools: ['wait_for_cancel'] }),
-      model: {
+    const { send, start, until } = startHost();
+    start(
+      'worker-1',
+      role({ tools: ['wait_for_cancel'] }),
+      {
         provider: 'scripted',
         script: { steps: [{ toolCalls: [{ name: 'wait_for_cancel' }] }] },
       },
-      task: 'wait',
-      attempt: 1,
-    });
+      'wait',
+    );
     await until(
       (item) => item.type === 'event' && (item.event as { type: string }).type === 'tool.call',
     );
@@ -216,12 +218,11 @@ describe('ActorHost', () => {
   });
 
   it('round-trips a publication and reports the answer to the model', async () => {
-    const { items, send, until } = startHost();
-    send({
-      type: 'actor.start',
-      actorId: 'writer-1',
-      role: role({ tools: [], publishes: [toChannelSpec(notes)] }),
-      model: {
+    const { items, send, start, until } = startHost();
+    start(
+      'writer-1',
+      role({ tools: [], publishes: [toChannelSpec(notes)] }),
+      {
         provider: 'scripted',
         script: {
           steps: [
@@ -230,9 +231,8 @@ describe('ActorHost', () => {
           ],
         },
       },
-      task: 'publish',
-      attempt: 1,
-    });
+      'publish',
+    );
     const request = await until((item) => item.type === 'channel.publish');
     expect(request).toMatchObject({
       actorId: 'writer-1',
@@ -253,12 +253,11 @@ describe('ActorHost', () => {
   });
 
   it('refuses an invalid payload in the sender thread before it reaches the main thread', async () => {
-    const { items, send, until } = startHost();
-    send({
-      type: 'actor.start',
-      actorId: 'writer-1',
-      role: role({ tools: [], publishes: [toChannelSpec(notes)] }),
-      model: {
+    const { items, start, until } = startHost();
+    start(
+      'writer-1',
+      role({ tools: [], publishes: [toChannelSpec(notes)] }),
+      {
         provider: 'scripted',
         script: {
           steps: [
@@ -267,9 +266,8 @@ describe('ActorHost', () => {
           ],
         },
       },
-      task: 'publish',
-      attempt: 1,
-    });
+      'publish',
+    );
     await until((item) => item.type === 'actor.result');
     expect(items.some((item) => item.type === 'channel.publish')).toBe(false);
     expect(events(items).find((event) => event.type === 'tool.result')).toMatchObject({

@@ -1,0 +1,334 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Agent } from '../src/agent/agent.js';
+import { EventBus, waitForEvent } from '../src/events/bus.js';
+import type { ModelSpec } from '../src/model/model.js';
+import { ScriptedModel } from '../src/model/providers/scripted.js';
+import type { Script } from '../src/model/script.js';
+import { defineRole } from '../src/roles/role.js';
+import { Runtime } from '../src/runtime/runtime.js';
+import { ToolRegistry } from '../src/tools/registry.js';
+import { burnTool, noopTool } from './tools.js';
+
+/**
+ * `npm run bench` (add `-- --full` for N = 10,000): a fan-out of N
+ * sub-agents, each three model turns on a scripted model that waits 200 ms
+ * per call (two tool calls, then an answer), on troupe's worker pool and on
+ * the in-process baseline (the same Agent with Promise.all), side by side in
+ * one run; plus a CPU-bound tool, spawn latency and event throughput. Every
+ * case runs in a fresh process (so peak RSS is its own), three times; the
+ * table shows medians and bench/results/latest.json keeps them.
+ */
+
+type Impl = 'troupe' | 'in-process';
+type Case =
+  | { kind: 'fanout'; impl: Impl; n: number }
+  | { kind: 'cpu'; impl: Impl; n: number }
+  | { kind: 'spawn'; samples: number }
+  | { kind: 'events'; actors: number; perActor: number };
+
+interface Measurement {
+  wallMs: number;
+  cpuMs: number;
+  peakRssMiB: number;
+  extra?: number;
+}
+
+const LATENCY_MS = 200;
+const TURNS = 3;
+const IDEAL_MS = LATENCY_MS * TURNS;
+const CPU_TOOL_MS = 50;
+const REPEATS = 3;
+const here = fileURLToPath(import.meta.url);
+const toolModule = join(here, '..', 'tools.js');
+
+function fanoutScript(
+  latencyMs: number,
+  tool: { name: string; arguments: Record<string, unknown> },
+): Script {
+  return {
+    defaultLatencyMs: latencyMs,
+    steps: [{ toolCalls: [tool] }, { toolCalls: [tool] }, { content: 'done' }],
+  };
+}
+
+const FANOUT = fanoutScript(LATENCY_MS, { name: 'noop', arguments: {} });
+const CPU = fanoutScript(0, { name: 'burn_cpu', arguments: { ms: CPU_TOOL_MS } });
+const QUICK: Script = { steps: [{ content: 'done', repeat: true }] };
+
+const bencher = defineRole({
+  name: 'bencher',
+  description: 'b',
+  system: 'You run the benchmark.',
+  tools: ['noop', 'burn_cpu'],
+  retry: 'fail_fast',
+});
+const quick = defineRole({
+  name: 'quick',
+  description: 'q',
+  system: 'q',
+  tools: ['flood_progress'],
+  model: { provider: 'scripted', script: QUICK },
+  retry: 'fail_fast',
+});
+
+function cpuMsSince(start: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(start);
+  return (used.user + used.system) / 1000;
+}
+
+function peakRssMiB(): number {
+  // maxRSS is in KiB on Linux and macOS.
+  return process.resourceUsage().maxRSS / 1024;
+}
+
+function collectGarbage(): void {
+  (globalThis as { gc?: () => void }).gc?.();
+}
+
+async function withRuntime<T>(spec: ModelSpec, run: (runtime: Runtime) => Promise<T>): Promise<T> {
+  const workspace = mkdtempSync(join(tmpdir(), 'troupe-bench-'));
+  const runtime = new Runtime({
+    model: spec,
+    roles: [bencher, quick],
+    workspace,
+    grants: ['read'],
+    toolModules: [toolModule],
+    maxActorsPerThread: 20_000,
+  });
+  try {
+    // Warm the pool: threads started, modules loaded (spawning on a running pool).
+    await runtime.spawn('quick', 'warm up').result;
+    return await run(runtime);
+  } finally {
+    await runtime.close();
+    rmSync(workspace, { recursive: true, force: true });
+  }
+}
+
+async function troupeFanout(n: number, script: Script): Promise<Measurement> {
+  return withRuntime({ provider: 'scripted', script }, async (runtime) => {
+    collectGarbage();
+    const cpu = process.cpuUsage();
+    const started = performance.now();
+    const refs = Array.from({ length: n }, (_, index) => runtime.spawn('bencher', `task ${index}`));
+    const results = await Promise.all(refs.map((ref) => ref.result));
+    const wallMs = performance.now() - started;
+    const cpuMs = cpuMsSince(cpu);
+    const failed = results.filter((result) => result.status !== 'completed');
+    if (failed.length > 0)
+      throw new Error(`${failed.length} agents did not complete: ${failed[0]?.error?.message}`);
+    return { wallMs, cpuMs, peakRssMiB: peakRssMiB() };
+  });
+}
+
+async function inProcessFanout(n: number, script: Script): Promise<Measurement> {
+  const bus = new EventBus();
+  const tools = new ToolRegistry([noopTool, burnTool]);
+  collectGarbage();
+  const cpu = process.cpuUsage();
+  const started = performance.now();
+  const agents = Array.from(
+    { length: n },
+    (_, index) =>
+      new Agent({
+        name: `bencher-${index + 1}`,
+        model: new ScriptedModel(script),
+        tools,
+        system: 'You run the benchmark.',
+        events: bus,
+        runId: 'bench',
+        role: 'bencher',
+        toolContext: { workspace: tmpdir(), grants: ['read'] },
+      }),
+  );
+  const results = await Promise.all(agents.map((agent, index) => agent.run(`task ${index}`)));
+  const wallMs = performance.now() - started;
+  const cpuMs = cpuMsSince(cpu);
+  if (results.some((result) => result.stopReason !== 'final'))
+    throw new Error('an in-process agent did not finish');
+  return { wallMs, cpuMs, peakRssMiB: peakRssMiB() };
+}
+
+async function spawnLatency(samples: number): Promise<Measurement> {
+  return withRuntime({ provider: 'scripted', script: QUICK }, async (runtime) => {
+    const latencies: number[] = [];
+    for (let index = 0; index < samples; index += 1) {
+      const started = performance.now();
+      const ref = runtime.spawn('quick', `ping ${index}`);
+      // Running in its worker: its first model call is on the bus.
+      await waitForEvent(runtime.bus, 'model.request', (event) => event.agentId === ref.id);
+      latencies.push(performance.now() - started);
+      await ref.result;
+    }
+    return { wallMs: 0, cpuMs: 0, peakRssMiB: peakRssMiB(), extra: median(latencies) };
+  });
+}
+
+async function eventThroughput(actors: number, perActor: number): Promise<Measurement> {
+  const flood: Script = {
+    steps: [
+      { toolCalls: [{ name: 'flood_progress', arguments: { count: perActor } }] },
+      { content: 'done' },
+    ],
+  };
+  return withRuntime({ provider: 'scripted', script: QUICK }, async (runtime) => {
+    const flooder = defineRole({
+      ...quick,
+      name: 'flooder',
+      model: { provider: 'scripted', script: flood },
+    });
+    let progress = 0;
+    let total = 0;
+    const stopCounting = runtime.bus.onAny((event) => {
+      total += 1;
+      if (event.type === 'agent.progress') progress += 1;
+    });
+    collectGarbage();
+    const cpu = process.cpuUsage();
+    const started = performance.now();
+    const refs = Array.from({ length: actors }, (_, index) =>
+      runtime.spawn(flooder, `flood ${index}`),
+    );
+    await Promise.all(refs.map((ref) => ref.result));
+    const wallMs = performance.now() - started;
+    stopCounting();
+    if (progress !== actors * perActor)
+      throw new Error(`lost events: ${progress} of ${actors * perActor} arrived`);
+    return {
+      wallMs,
+      cpuMs: cpuMsSince(cpu),
+      peakRssMiB: peakRssMiB(),
+      extra: total / (wallMs / 1000),
+    };
+  });
+}
+
+async function runCase(spec: Case): Promise<Measurement> {
+  switch (spec.kind) {
+    case 'fanout':
+      return spec.impl === 'troupe'
+        ? troupeFanout(spec.n, FANOUT)
+        : inProcessFanout(spec.n, FANOUT);
+    case 'cpu':
+      return spec.impl === 'troupe' ? troupeFanout(spec.n, CPU) : inProcessFanout(spec.n, CPU);
+    case 'spawn':
+      return spawnLatency(spec.samples);
+    case 'events':
+      return eventThroughput(spec.actors, spec.perActor);
+  }
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+}
+
+// Each measurement in a fresh process: its peak RSS and its JIT state are its own.
+function measure(spec: Case): Measurement {
+  const runs: Measurement[] = [];
+  for (let index = 0; index < REPEATS; index += 1) {
+    const output = execFileSync(
+      process.execPath,
+      ['--expose-gc', here, '--case', JSON.stringify(spec)],
+      {
+        encoding: 'utf8',
+        maxBuffer: 1 << 20,
+      },
+    );
+    runs.push(JSON.parse(output.trim().split('\n').at(-1) ?? '{}') as Measurement);
+  }
+  const pick = (key: keyof Measurement): number => median(runs.map((run) => run[key] ?? 0));
+  return {
+    wallMs: pick('wallMs'),
+    cpuMs: pick('cpuMs'),
+    peakRssMiB: pick('peakRssMiB'),
+    extra: pick('extra'),
+  };
+}
+
+const round = (value: number, digits: number): number => Number(value.toFixed(digits));
+
+function orchestrate(full: boolean): void {
+  const sizes = full ? [1, 100, 1000, 10_000] : [1, 100, 1000];
+  const fanout: Array<{
+    impl: Impl;
+    n: number;
+    wallOverIdeal: number;
+    cpuMsPerAgent: number;
+    peakRssMiB: number;
+  }> = [];
+  console.log(
+    `troupe bench: ${cpus()[0]?.model ?? 'cpu'} x${availableParallelism()}, Node ${process.version}; medians of ${REPEATS} runs`,
+  );
+  console.log(`fan-out: ${TURNS} turns x ${LATENCY_MS} ms per agent (ideal ${IDEAL_MS} ms)\n`);
+  console.log('impl        n        wall/ideal  cpu ms/agent  peak RSS MiB');
+  for (const n of sizes) {
+    for (const impl of ['troupe', 'in-process'] as const) {
+      const result = measure({ kind: 'fanout', impl, n });
+      const row = {
+        impl,
+        n,
+        wallOverIdeal: round(result.wallMs / IDEAL_MS, 3),
+        cpuMsPerAgent: round(result.cpuMs / n, 3),
+        peakRssMiB: round(result.peakRssMiB, 1),
+      };
+      fanout.push(row);
+      console.log(
+        `${impl.padEnd(11)} ${String(n).padEnd(8)} ${row.wallOverIdeal.toFixed(3).padStart(10)}  ${row.cpuMsPerAgent.toFixed(3).padStart(12)}  ${row.peakRssMiB.toFixed(1).padStart(12)}`,
+      );
+    }
+  }
+  const cpuN = 16;
+  const cpuTroupe = measure({ kind: 'cpu', impl: 'troupe', n: cpuN });
+  const cpuInProcess = measure({ kind: 'cpu', impl: 'in-process', n: cpuN });
+  const cpuSpeedup = round(cpuInProcess.wallMs / cpuTroupe.wallMs, 2);
+  const threads = Math.min(4, availableParallelism());
+  console.log(
+    `\nCPU-bound tool (${CPU_TOOL_MS} ms, 2 calls per agent, N=${cpuN}): in-process ${Math.round(cpuInProcess.wallMs)} ms, troupe ${Math.round(cpuTroupe.wallMs)} ms, speedup ${cpuSpeedup} x (ideal ${threads} x on ${threads} threads)`,
+  );
+  const spawn = measure({ kind: 'spawn', samples: 200 });
+  const spawnP50Ms = round(spawn.extra ?? 0, 3);
+  console.log(`spawn on a running pool, until the actor's first model call: p50 ${spawnP50Ms} ms`);
+  const events = measure({ kind: 'events', actors: threads, perActor: 100_000 });
+  const eventsPerSecond = Math.round(events.extra ?? 0);
+  console.log(
+    `event roll-up: ${eventsPerSecond.toLocaleString('en-US')} validated events/s into the bus, none lost`,
+  );
+
+  const results = {
+    fanout,
+    cpuSpeedup,
+    spawnP50Ms,
+    eventsPerSecond,
+    meta: {
+      date: new Date().toISOString(),
+      node: process.version,
+      cpu: cpus()[0]?.model ?? 'unknown',
+      cores: availableParallelism(),
+      threads,
+      command: full ? 'npm run bench -- --full' : 'npm run bench',
+      repeats: REPEATS,
+      idealMs: IDEAL_MS,
+      cpuIdealSpeedup: threads,
+    },
+  };
+  const dir = join(here, '..', '..', '..', 'bench', 'results');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'latest.json'), `${JSON.stringify(results, null, 2)}\n`);
+  console.log(`\nwrote ${join(dir, 'latest.json')}`);
+}
+
+const caseIndex = process.argv.indexOf('--case');
+if (caseIndex !== -1) {
+  const measured = await runCase(JSON.parse(process.argv[caseIndex + 1] ?? '{}') as Case);
+  console.log(JSON.stringify(measured));
+} else {
+  orchestrate(process.argv.includes('--full'));
+}
