@@ -12,10 +12,7 @@
  */
 import { readdirSync } from 'node:fs';
 import { z } from 'zod';
-import { createRunId } from '../src/index.js';
-import { defineRole } from '../src/roles/role.js';
-import { defineChannel } from '../src/runtime/channel.js';
-import { Runtime } from '../src/runtime/runtime.js';
+import { createRunId, defineChannel, defineRole, Runtime } from '../src/index.js';
 import { corpusDir, modelFromFlags, outDirFor } from './support.js';
 
 const summaries = defineChannel(

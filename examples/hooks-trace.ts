@@ -13,11 +13,11 @@ import {
   type AgentEvent,
   createRunId,
   DEFAULT_GRANTS,
+  Runtime,
+  runJob,
   totalTokens,
   waitForEvent,
 } from '../src/index.js';
-import { runJob } from '../src/roles/coordinator.js';
-import { Runtime } from '../src/runtime/runtime.js';
 import { corpusDir, modelFromFlags, outDirFor } from './support.js';
 
 const runId = createRunId();

@@ -10,8 +10,7 @@
  *   node dist/examples/parallel-topics.js --n 40
  */
 import { readdirSync } from 'node:fs';
-import { createRunId, DEFAULT_GRANTS } from '../src/index.js';
-import { Runtime } from '../src/runtime/runtime.js';
+import { createRunId, DEFAULT_GRANTS, Runtime } from '../src/index.js';
 import { corpusDir, flag, modelFromFlags, outDirFor } from './support.js';
 
 const count = Number(flag('--n') ?? '12');

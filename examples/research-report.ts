@@ -13,9 +13,14 @@
  *   node dist/examples/research-report.js --provider openai --base-url http://localhost:11434/v1 --model llama3.1
  */
 import { join } from 'node:path';
-import { createRunId, DEFAULT_GRANTS, describeModel, TraceWriter } from '../src/index.js';
-import { runJob } from '../src/roles/coordinator.js';
-import { Runtime } from '../src/runtime/runtime.js';
+import {
+  createRunId,
+  DEFAULT_GRANTS,
+  describeModel,
+  Runtime,
+  runJob,
+  TraceWriter,
+} from '../src/index.js';
 import { corpusDir, modelFromFlags, outDirFor } from './support.js';
 
 const model = modelFromFlags();

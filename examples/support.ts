@@ -38,11 +38,11 @@ export function modelFromFlags(): ModelSpec {
     case 'offline':
       return { provider: 'offline' };
     case 'anthropic':
-      return { provider: 'anthropic', model: model ?? 'claude-sonnet-4-5' };
+      return { provider: 'anthropic', model: model ?? 'claude-sonnet-4-6' };
     case 'openai':
       return {
         provider: 'openai',
-        model: model ?? 'gpt-4.1-mini',
+        model: model ?? 'gpt-5.4-mini',
         ...(baseURL === undefined ? {} : { baseURL }),
       };
     default:

@@ -96,7 +96,7 @@ export interface Model {
  * `process.env`) when the first request is made, never stored in the spec.
  *
  * @example
- * const model = createModel({ provider: 'anthropic', model: 'claude-sonnet-4-5' });
+ * const model = createModel({ provider: 'anthropic', model: 'claude-sonnet-4-6' });
  */
 export function createModel(spec: ModelSpec, env: NodeJS.ProcessEnv = process.env): Model {
   const parsed = ModelSpecSchema.safeParse(spec);

@@ -12,8 +12,8 @@ import { usageError } from '../context.js';
 
 /** The model a provider uses when `--model` is not given. */
 export const DEFAULT_MODELS = Object.freeze({
-  anthropic: 'claude-sonnet-4-5',
-  openai: 'gpt-4.1-mini',
+  anthropic: 'claude-sonnet-4-6',
+  openai: 'gpt-5.4-mini',
 });
 
 /** The message for a run with no provider and no key in the environment. */
