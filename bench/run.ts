@@ -19,8 +19,10 @@ import { burnTool, noopTool } from './tools.js';
  * per call (two tool calls, then an answer), on troupe's worker pool and on
  * the in-process baseline (the same Agent with Promise.all), side by side in
  * one run; plus a CPU-bound tool, spawn latency and event throughput. Every
- * case runs in a fresh process (so peak RSS is its own), three times; the
- * table shows medians and bench/results/latest.json keeps them.
+ * case runs in a fresh process (so peak RSS is its own), three times; each
+ * fan-out measures a second run after a same-size warm-up (steady state) and
+ * keeps the cold first run beside it. The table shows medians and
+ * bench/results/latest.json keeps them.
  */
 
 type Impl = 'troupe' | 'in-process';
@@ -35,6 +37,8 @@ interface Measurement {
   cpuMs: number;
   peakRssMiB: number;
   extra?: number;
+  coldWallMs?: number;
+  coldCpuMs?: number;
 }
 
 const LATENCY_MS = 200;
@@ -109,48 +113,70 @@ async function withRuntime<T>(spec: ModelSpec, run: (runtime: Runtime) => Promis
   }
 }
 
+// Warm-up runs of the same size first, in the same process: the numbers are
+// steady state (JIT-compiled code in every thread); the cold first run is kept too.
 async function troupeFanout(n: number, script: Script): Promise<Measurement> {
   return withRuntime({ provider: 'scripted', script }, async (runtime) => {
-    collectGarbage();
-    const cpu = process.cpuUsage();
-    const started = performance.now();
-    const refs = Array.from({ length: n }, (_, index) => runtime.spawn('bencher', `task ${index}`));
-    const results = await Promise.all(refs.map((ref) => ref.result));
-    const wallMs = performance.now() - started;
-    const cpuMs = cpuMsSince(cpu);
-    const failed = results.filter((result) => result.status !== 'completed');
-    if (failed.length > 0)
-      throw new Error(`${failed.length} agents did not complete: ${failed[0]?.error?.message}`);
-    return { wallMs, cpuMs, peakRssMiB: peakRssMiB() };
+    const once = async (): Promise<Measurement> => {
+      collectGarbage();
+      const cpu = process.cpuUsage();
+      const started = performance.now();
+      const refs = Array.from({ length: n }, (_, index) =>
+        runtime.spawn('bencher', `task ${index}`),
+      );
+      const results = await Promise.all(refs.map((ref) => ref.result));
+      const wallMs = performance.now() - started;
+      const cpuMs = cpuMsSince(cpu);
+      const failed = results.filter((result) => result.status !== 'completed');
+      if (failed.length > 0)
+        throw new Error(`${failed.length} agents did not complete: ${failed[0]?.error?.message}`);
+      return { wallMs, cpuMs, peakRssMiB: peakRssMiB() };
+    };
+    const cold = await once();
+    let warm = cold;
+    for (let index = 0; index < warmups(n); index += 1) warm = await once();
+    // Peak RSS is the cold run's: what a process running one such job needs.
+    return { ...warm, peakRssMiB: cold.peakRssMiB, coldWallMs: cold.wallMs, coldCpuMs: cold.cpuMs };
   });
 }
 
 async function inProcessFanout(n: number, script: Script): Promise<Measurement> {
   const bus = new EventBus();
   const tools = new ToolRegistry([noopTool, burnTool]);
-  collectGarbage();
-  const cpu = process.cpuUsage();
-  const started = performance.now();
-  const agents = Array.from(
-    { length: n },
-    (_, index) =>
-      new Agent({
-        name: `bencher-${index + 1}`,
-        model: new ScriptedModel(script),
-        tools,
-        system: 'You run the benchmark.',
-        events: bus,
-        runId: 'bench',
-        role: 'bencher',
-        toolContext: { workspace: tmpdir(), grants: ['read'] },
-      }),
-  );
-  const results = await Promise.all(agents.map((agent, index) => agent.run(`task ${index}`)));
-  const wallMs = performance.now() - started;
-  const cpuMs = cpuMsSince(cpu);
-  if (results.some((result) => result.stopReason !== 'final'))
-    throw new Error('an in-process agent did not finish');
-  return { wallMs, cpuMs, peakRssMiB: peakRssMiB() };
+  const once = async (): Promise<Measurement> => {
+    collectGarbage();
+    const cpu = process.cpuUsage();
+    const started = performance.now();
+    const agents = Array.from(
+      { length: n },
+      (_, index) =>
+        new Agent({
+          name: `bencher-${index + 1}`,
+          model: new ScriptedModel(script),
+          tools,
+          system: 'You run the benchmark.',
+          events: bus,
+          runId: 'bench',
+          role: 'bencher',
+          toolContext: { workspace: tmpdir(), grants: ['read'] },
+        }),
+    );
+    const results = await Promise.all(agents.map((agent, index) => agent.run(`task ${index}`)));
+    const wallMs = performance.now() - started;
+    const cpuMs = cpuMsSince(cpu);
+    if (results.some((result) => result.stopReason !== 'final'))
+      throw new Error('an in-process agent did not finish');
+    return { wallMs, cpuMs, peakRssMiB: peakRssMiB() };
+  };
+  const cold = await once();
+  let warm = cold;
+  for (let index = 0; index < warmups(n); index += 1) warm = await once();
+  return { ...warm, peakRssMiB: cold.peakRssMiB, coldWallMs: cold.wallMs, coldCpuMs: cold.cpuMs };
+}
+
+// Runs until the measured one: enough agents through every thread for the JIT to settle.
+function warmups(n: number): number {
+  return Math.min(3, Math.max(1, Math.ceil(2000 / n)));
 }
 
 async function spawnLatency(samples: number): Promise<Measurement> {
@@ -250,6 +276,8 @@ function measure(spec: Case): Measurement {
     cpuMs: pick('cpuMs'),
     peakRssMiB: pick('peakRssMiB'),
     extra: pick('extra'),
+    coldWallMs: pick('coldWallMs'),
+    coldCpuMs: pick('coldCpuMs'),
   };
 }
 
@@ -264,11 +292,15 @@ function orchestrate(full: boolean): void {
     cpuMsPerAgent: number;
     peakRssMiB: number;
   }> = [];
+  const fanoutCold: Array<{ impl: Impl; n: number; wallOverIdeal: number; cpuMsPerAgent: number }> =
+    [];
   console.log(
     `troupe bench: ${cpus()[0]?.model ?? 'cpu'} x${availableParallelism()}, Node ${process.version}; medians of ${REPEATS} runs`,
   );
   console.log(`fan-out: ${TURNS} turns x ${LATENCY_MS} ms per agent (ideal ${IDEAL_MS} ms)\n`);
-  console.log('impl        n        wall/ideal  cpu ms/agent  peak RSS MiB');
+  console.log(
+    'impl        n        wall/ideal  cpu ms/agent  peak RSS MiB   (cold first run: wall/ideal, cpu ms/agent)',
+  );
   for (const n of sizes) {
     for (const impl of ['troupe', 'in-process'] as const) {
       const result = measure({ kind: 'fanout', impl, n });
@@ -280,8 +312,15 @@ function orchestrate(full: boolean): void {
         peakRssMiB: round(result.peakRssMiB, 1),
       };
       fanout.push(row);
+      const cold = {
+        impl,
+        n,
+        wallOverIdeal: round((result.coldWallMs ?? 0) / IDEAL_MS, 3),
+        cpuMsPerAgent: round((result.coldCpuMs ?? 0) / n, 3),
+      };
+      fanoutCold.push(cold);
       console.log(
-        `${impl.padEnd(11)} ${String(n).padEnd(8)} ${row.wallOverIdeal.toFixed(3).padStart(10)}  ${row.cpuMsPerAgent.toFixed(3).padStart(12)}  ${row.peakRssMiB.toFixed(1).padStart(12)}`,
+        `${impl.padEnd(11)} ${String(n).padEnd(8)} ${row.wallOverIdeal.toFixed(3).padStart(10)}  ${row.cpuMsPerAgent.toFixed(3).padStart(12)}  ${row.peakRssMiB.toFixed(1).padStart(12)}   (${cold.wallOverIdeal.toFixed(3)}, ${cold.cpuMsPerAgent.toFixed(3)})`,
       );
     }
   }
@@ -304,6 +343,7 @@ function orchestrate(full: boolean): void {
 
   const results = {
     fanout,
+    fanoutCold,
     cpuSpeedup,
     spawnP50Ms,
     eventsPerSecond,

@@ -47,7 +47,10 @@ export interface RuntimeOptions {
   env?: NodeJS.ProcessEnv | undefined;
   /** Where actors run (default worker threads on this machine). */
   transport?: Transport | undefined;
-  /** Per-thread memory limits; a thread past them dies, its actors fail, the pool replaces it. */
+  /**
+   * Per-thread memory limits (default: a 4 MiB young generation, no old-generation
+   * limit); a thread past them dies, its actors fail, the pool replaces it.
+   */
   threadLimits?: ThreadLimits | undefined;
   /** How long a cancelled actor gets to stop before its thread is stopped, in milliseconds (default 5,000). */
   cancelGraceMs?: number | undefined;
