@@ -31,6 +31,8 @@ export class ToolIndex {
   readonly #modules: readonly string[];
   #user: Map<string, AnyTool> | undefined;
   #loadError: TroupeError | undefined;
+  // Grants are fixed for a run, so a role's verdict is too.
+  readonly #verdicts = new WeakMap<AnyRole, { error: TroupeError | undefined }>();
   #loading: Promise<void> | undefined;
 
   constructor(modules: readonly string[]) {
@@ -47,6 +49,8 @@ export class ToolIndex {
     role: AnyRole,
     grants: readonly PermissionTier[],
   ): TroupeError | undefined | Promise<TroupeError | undefined> {
+    const known = this.#verdicts.get(role);
+    if (known !== undefined) return known.error;
     if (role.tools.every(isBuiltinToolName)) return this.#decide(role, grants);
     if (this.#user !== undefined || this.#loadError !== undefined)
       return this.#decide(role, grants);
@@ -65,6 +69,14 @@ export class ToolIndex {
   }
 
   #decide(role: AnyRole, grants: readonly PermissionTier[]): TroupeError | undefined {
+    const known = this.#verdicts.get(role);
+    if (known !== undefined) return known.error;
+    const error = this.#judge(role, grants);
+    this.#verdicts.set(role, { error });
+    return error;
+  }
+
+  #judge(role: AnyRole, grants: readonly PermissionTier[]): TroupeError | undefined {
     const tools: (AnyTool | string)[] = [];
     const unknown: string[] = [];
     for (const name of role.tools) {

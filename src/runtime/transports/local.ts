@@ -157,7 +157,8 @@ export class LocalTransport implements Transport {
     const host: LocalHost = {
       id,
       port: port1,
-      batcher: new Batcher((items) => port1.postMessage(items)),
+      // Small batches to the host: it starts building actors while the main thread still spawns.
+      batcher: new Batcher((items) => port1.postMessage(items), 16),
       threadId: undefined,
       alive: true,
       ready: false,
