@@ -165,7 +165,6 @@ export class ActorHost {
   #start(start: Extract<MainToWorker, { type: 'actor.start' }>): void {
     if (this.#stopping || this.#actors.has(start.actorId)) return;
     const id = start.actorId;
-    this.#out.push({ type: 'actor.started', actorId: id });
     let actor: HostedActor;
     try {
       if (this.#loadError !== undefined) throw this.#loadError;

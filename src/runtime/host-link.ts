@@ -77,7 +77,6 @@ export class HostLink {
           break;
         case 'host.error':
         case 'host.ready':
-        case 'actor.started':
           break;
       }
     }

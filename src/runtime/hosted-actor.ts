@@ -33,7 +33,7 @@ export interface HostedActorOptions {
   emit(event: UnsequencedEvent): void;
   /** Reports that the actor read `count` mailbox messages (frees slots in the main thread's account). */
   consumed(count: number): void;
-  /** Reports the end of one Agent run (answers `ask`). */
+  /** Reports the end of an Agent run that is not the last (answers `ask`). */
   turn(final: string): void;
   requests: HostRequests;
   env?: NodeJS.ProcessEnv | undefined;
@@ -111,10 +111,11 @@ export class HostedActor {
         const result = await agent.run(input, { signal: this.#controller.signal });
         usage = addUsage(usage, result.usage);
         steps += result.steps.length;
-        this.#options.turn(result.final);
+        // The last run's answer travels in the outcome; only runs that go on report a turn.
         if (result.stopReason !== 'final' || !this.#expectsMore()) {
           return this.#outcome(result.stopReason, result.final, usage, steps, result.error);
         }
+        this.#options.turn(result.final);
         const next = await this.#nextMessage();
         if (next === undefined) return this.#outcome('cancelled', result.final, usage, steps);
         input = next.content;

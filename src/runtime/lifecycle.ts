@@ -55,6 +55,8 @@ export class ActorLifecycle {
     if (record.state !== 'running') return;
     this.#deps.scheduler.release(record);
     record.addUsage(outcome.usage);
+    // The last run's turn: it answers an `ask` the actor read in it.
+    if (outcome.stopReason === 'final') record.turn(outcome.final);
     const ending: Ending = {
       final: outcome.final,
       steps: outcome.steps,

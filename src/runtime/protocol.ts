@@ -124,10 +124,9 @@ export const WorkerToMainSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('host.ready'), threadId: z.number().int() }),
   /** One event; validated by the EventBus, which stamps its seq. */
   z.object({ type: z.literal('event'), event: z.unknown() }),
-  z.object({ type: z.literal('actor.started'), actorId: z.string() }),
   /** The end of an attempt; always after the attempt's last event on the same port. */
   z.object({ type: z.literal('actor.result'), actorId: z.string(), outcome: ActorOutcomeSchema }),
-  /** One Agent run ended (a subscriber runs several); answers `ask`. */
+  /** An Agent run ended and the actor goes on (a subscriber runs several); answers `ask`. */
   z.object({ type: z.literal('actor.turn'), actorId: z.string(), final: z.string() }),
   z.object({
     type: z.literal('mailbox.consumed'),

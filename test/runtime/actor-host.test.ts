@@ -189,7 +189,7 @@ describe('ActorHost', () => {
       items
         .filter((item) => item.type === 'actor.turn')
         .map((item) => (item as { final: string }).final),
-    ).toEqual(['waiting for notes', 'noted', 'final analysis']);
+    ).toEqual(['waiting for notes', 'noted']);
     expect(events(items).find((event) => event.type === 'message.received')).toMatchObject({
       channel: 'notes',
       from: 'writer-1',
