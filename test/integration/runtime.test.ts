@@ -240,6 +240,104 @@ describe('Runtime on a worker pool', () => {
     expectWellFormed(events);
   });
 
+  it('refuses a spawn past the delegation depth limit', async () => {
+    const lead = defineRole({
+      name: 'lead',
+      description: 'l',
+      system: 'l',
+      canDelegate: true,
+      retry: 'fail_fast',
+    });
+    const { runtime, events } = makeRuntime({
+      roles: [lead, worker],
+      maxDepth: 1,
+      model: {
+        provider: 'scripted',
+        script: {
+          steps: [
+            {
+              match: { role: 'lead', call: 1 },
+              toolCalls: [
+                { name: 'delegate', arguments: { tasks: [{ role: 'worker', task: 'too deep' }] } },
+              ],
+            },
+            { match: { role: 'lead' }, content: 'lead done' },
+            { content: 'worker done' },
+          ],
+        },
+      },
+    });
+    const result = await runtime.spawn('lead', 'delegate', { parent: 'coordinator' }).result;
+    expect(result.status).toBe('completed');
+    const child = ofType(events, 'agent.finished').find((event) => event.role === 'worker');
+    expect(child).toMatchObject({ status: 'failed', error: { code: 'runtime.spawn_refused' } });
+    expect(child?.error?.message).toContain('depth 2');
+    expectWellFormed(events, ['coordinator']);
+  });
+
+  it('round-trips a worker tool approval to the main thread approver', async () => {
+    const approver = defineRole({
+      name: 'approver',
+      description: 'a',
+      system: 'a',
+      tools: ['ask_approval'],
+    });
+    const asked: string[] = [];
+    const { runtime, events } = makeRuntime({
+      roles: [approver],
+      approve: async (request) => {
+        asked.push(`${request.agentId}: ${request.summary}`);
+        return request.summary.startsWith('safe');
+      },
+      model: {
+        provider: 'scripted',
+        script: {
+          steps: [
+            {
+              match: { call: 1 },
+              toolCalls: [
+                { name: 'ask_approval', arguments: { action: 'safe: read a file' } },
+                { name: 'ask_approval', arguments: { action: 'delete everything' } },
+              ],
+            },
+            { content: 'asked' },
+          ],
+        },
+      },
+    });
+    const ref = runtime.spawn('approver', 'ask');
+    await ref.result;
+    expect(asked.sort()).toEqual([`${ref.id}: delete everything`, `${ref.id}: safe: read a file`]);
+    expect(
+      ofType(events, 'tool.result')
+        .map((event) => event.content)
+        .sort(),
+    ).toEqual(['approved: safe: read a file', 'denied: delete everything']);
+  });
+
+  it('cancels an actor when its spawn signal aborts', async () => {
+    const waiter = defineRole({
+      name: 'waiter',
+      description: 'w',
+      system: 'w',
+      tools: ['wait_for_cancel'],
+    });
+    const { runtime } = makeRuntime({
+      roles: [waiter],
+      model: {
+        provider: 'scripted',
+        script: { steps: [{ toolCalls: [{ name: 'wait_for_cancel' }] }, { content: 'x' }] },
+      },
+    });
+    const controller = new AbortController();
+    const ref = runtime.spawn('waiter', 'wait', { signal: controller.signal });
+    await waitForEvent(runtime.bus, 'tool.call', (event) => event.agentId === ref.id);
+    controller.abort(new Error('the user pressed Ctrl-C'));
+    const result = await ref.result;
+    expect(result).toMatchObject({ status: 'cancelled', error: { code: 'cancelled' } });
+    expect(result.error?.message).toContain('Ctrl-C');
+  });
+
   it('leaves no thread behind after close', async () => {
     const transport = new LocalTransport({
       threads: 2,
