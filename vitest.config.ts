@@ -9,5 +9,8 @@ export default defineConfig({
     pool: 'forks',
     maxWorkers: 2,
     typecheck: { enabled: true, include: ['test/**/*.test-d.ts'] },
+    // CI also writes a machine-readable report; .ci/run prints its counts as one plain line.
+    reporters: process.env['CI'] ? ['default', 'json'] : ['default'],
+    outputFile: { json: 'test-results.json' },
   },
 });
