@@ -15,7 +15,7 @@ import {
   type MainToWorker,
   parseMainMessage,
   type RoleSpec,
-  type WorkerToMain,
+  type WorkerWireItem,
 } from './protocol.js';
 import { loadToolModules } from './tool-modules.js';
 
@@ -54,7 +54,7 @@ export class ActorHost {
   readonly #models = new Map<string, { spec: ModelSpec; shared: Model | undefined }>();
   readonly #running = new Set<Promise<void>>();
   readonly #pending = new Map<number, Pending>();
-  readonly #out: Batcher<WorkerToMain>;
+  readonly #out: Batcher<WorkerWireItem>;
   readonly #env: NodeJS.ProcessEnv | undefined;
   #nextRequest = 1;
   #shutdown: (() => void) | undefined;
@@ -69,7 +69,7 @@ export class ActorHost {
     this.#out = new Batcher((items) => port.postMessage(items));
     // Posted at once, not batched: an actor that blocks the thread from its
     // first turn must not keep the supervisor from knowing which thread to stop.
-    const ready: WorkerToMain = { type: 'host.ready', threadId: options.threadId ?? 0 };
+    const ready: WorkerWireItem = { type: 'host.ready', threadId: options.threadId ?? 0 };
     port.postMessage([ready]);
   }
 
@@ -222,7 +222,7 @@ export class ActorHost {
 
   // Validated here, in the worker: the main thread only stamps the seq.
   readonly #emit = (event: UnsequencedEvent): void => {
-    this.#out.push({ type: 'event', event: checkEvent(event) });
+    this.#out.push(checkEvent(event));
   };
 
   readonly #requests: HostRequests = {
@@ -253,7 +253,7 @@ export class ActorHost {
       })),
   };
 
-  #request<TAnswer>(build: (requestId: number) => WorkerToMain): Promise<TAnswer> {
+  #request<TAnswer>(build: (requestId: number) => WorkerWireItem): Promise<TAnswer> {
     if (this.#stopping) {
       return Promise.reject(new TroupeError('runtime.closed', 'The runtime is shutting down.'));
     }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { SerializedErrorSchema, TroupeError } from '../errors.js';
-import { AgentStopReasonSchema } from '../events/schema.js';
+import { AgentStopReasonSchema, type UnsequencedEvent } from '../events/schema.js';
 import { ModelSpecSchema } from '../model/model.js';
 import { UsageSchema } from '../model/types.js';
 import { PermissionTierSchema } from '../tools/tool.js';
@@ -9,8 +9,8 @@ import { ChannelSpecSchema } from './channel.js';
 /**
  * The main ⇄ worker protocol. Every message on a host's port is an array of
  * items, batched per event-loop turn; both sides parse what they receive.
- * Events (the bulk of the traffic) are validated once, by the main thread's
- * EventBus; every other item is parsed here.
+ * Events (the bulk of the traffic) are validated once, in the worker that
+ * made them, and travel as themselves; every other item is parsed here.
  */
 
 /** What a host is built from: the thread's workerData. */
@@ -122,7 +122,7 @@ export type MainToWorkerInput = z.input<typeof MainToWorkerSchema>;
 
 export const WorkerToMainSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('host.ready'), threadId: z.number().int() }),
-  /** One event; validated by the EventBus, which stamps its seq. */
+  /** One event (on the wire, the event itself: see WorkerWireItem); the bus stamps its seq. */
   z.object({ type: z.literal('event'), event: z.unknown() }),
   /** The end of an attempt; always after the attempt's last event on the same port. */
   z.object({ type: z.literal('actor.result'), actorId: z.string(), outcome: ActorOutcomeSchema }),
@@ -167,31 +167,36 @@ export interface HostTask {
 }
 
 /**
- * Parses one port message from a worker: an array of items. Event items are
- * passed through for the bus to validate; everything else is parsed here.
- * Throws TroupeError `runtime.protocol` on anything else.
+ * What a host puts on the wire: protocol items, and events as they are (an
+ * item with `v: 1` is an event), which saves a wrapper per event in both
+ * threads; the main thread wraps them back into `event` items.
  */
-export function parseWorkerMessage(data: unknown): WorkerToMain[] {
-  if (!Array.isArray(data)) {
-    throw new TroupeError('runtime.protocol', 'A worker sent a message that is not a batch.');
-  }
+export type WorkerWireItem = Exclude<WorkerToMain, { type: 'event' }> | UnsequencedEvent;
+
+/**
+ * Parses one port message from a worker: an array of items. Events pass
+ * through (validated in the worker that made them; the main thread checks
+ * their envelope); every other item is parsed here. An invalid item is
+ * reported in `invalid` and skipped, never taking the rest of the batch with it.
+ */
+export function parseWorkerMessage(data: unknown): { items: WorkerToMain[]; invalid: string[] } {
   const items: WorkerToMain[] = [];
+  const invalid: string[] = [];
+  if (!Array.isArray(data)) {
+    invalid.push('a message that is not a batch');
+    return { items, invalid };
+  }
   for (const item of data) {
-    // The fast path: events are the bulk, and the bus validates them in full.
-    if (isEventItem(item)) {
-      items.push(item);
+    // The fast path: events are the bulk.
+    if (typeof item === 'object' && item !== null && (item as { v?: unknown }).v === 1) {
+      items.push({ type: 'event', event: item });
       continue;
     }
     const parsed = WorkerToMainSchema.safeParse(item);
-    if (!parsed.success) {
-      throw new TroupeError(
-        'runtime.protocol',
-        `A worker sent an invalid item: ${z.prettifyError(parsed.error)}`,
-      );
-    }
-    items.push(parsed.data);
+    if (parsed.success) items.push(parsed.data);
+    else invalid.push(z.prettifyError(parsed.error));
   }
-  return items;
+  return { items, invalid };
 }
 
 /** Parses one port message from the main thread: an array of items. Throws `runtime.protocol`. */
@@ -204,13 +209,4 @@ export function parseMainMessage(data: unknown): MainToWorker[] {
     );
   }
   return parsed.data;
-}
-
-function isEventItem(item: unknown): item is { type: 'event'; event: unknown } {
-  return (
-    typeof item === 'object' &&
-    item !== null &&
-    (item as { type?: unknown }).type === 'event' &&
-    typeof (item as { event?: unknown }).event === 'object'
-  );
 }

@@ -8,7 +8,7 @@ import type {
   HostConfig,
   MainToWorkerInput,
   RoleSpec,
-  WorkerToMain,
+  WorkerWireItem,
 } from '../../src/runtime/protocol.js';
 import { defineTool } from '../../src/tools/tool.js';
 
@@ -68,9 +68,9 @@ function startHost() {
   const { port1, port2 } = new MessageChannel();
   const host = new ActorHost(config, port2, { tools: [countTool, forbiddenTool, waitTool] });
   const running = host.run();
-  const items: WorkerToMain[] = [];
+  const items: WorkerWireItem[] = [];
   const waiters: Array<() => void> = [];
-  port1.on('message', (batch: WorkerToMain[]) => {
+  port1.on('message', (batch: WorkerWireItem[]) => {
     items.push(...batch);
     for (const wake of waiters.splice(0)) wake();
   });
@@ -84,7 +84,7 @@ function startHost() {
       { type: 'actor.start', actorId, role: `r${keys}`, model: `m${keys}`, task, attempt: 1 },
     );
   };
-  const until = async (predicate: (item: WorkerToMain) => boolean): Promise<WorkerToMain> => {
+  const until = async (predicate: (item: WorkerWireItem) => boolean): Promise<WorkerWireItem> => {
     for (;;) {
       const found = items.find(predicate);
       if (found !== undefined) return found;
@@ -105,9 +105,11 @@ afterEach(async () => {
   for (const stop of hosts.splice(0)) await stop();
 });
 
-const events = (items: WorkerToMain[]) =>
+// On the wire an event is itself (v: 1); protocol items have no v.
+const isEvent = (item: WorkerWireItem): boolean => 'v' in item;
+const events = (items: WorkerWireItem[]) =>
   items.flatMap((item) =>
-    item.type === 'event' ? [item.event as { type: string; agentId: string }] : [],
+    isEvent(item) ? [item as unknown as { type: string; agentId: string }] : [],
   );
 
 describe('ActorHost', () => {
@@ -129,7 +131,7 @@ describe('ActorHost', () => {
     });
     expect(items[0]).toMatchObject({ type: 'host.ready' });
     const resultIndex = items.indexOf(result);
-    expect(items.slice(resultIndex + 1).filter((item) => item.type === 'event')).toEqual([]);
+    expect(items.slice(resultIndex + 1).filter(isEvent)).toEqual([]);
     expect(events(items).map((event) => event.type)).toContain('tool.result');
     expect(events(items).every((event) => event.agentId === 'worker-1')).toBe(true);
   });
@@ -207,9 +209,7 @@ describe('ActorHost', () => {
       },
       'wait',
     );
-    await until(
-      (item) => item.type === 'event' && (item.event as { type: string }).type === 'tool.call',
-    );
+    await until((item) => isEvent(item) && item.type === 'tool.call');
     send({ type: 'actor.cancel', actorId: 'worker-1', reason: 'worker-1 was cancelled: test' });
     const result = await until((item) => item.type === 'actor.result');
     expect(result).toMatchObject({

@@ -12,7 +12,6 @@ import {
   type HostTask,
   type MainToWorkerInput,
   parseWorkerMessage,
-  type WorkerToMain,
 } from '../protocol.js';
 import type { Transport, TransportHandlers } from '../transport.js';
 
@@ -177,12 +176,12 @@ export class LocalTransport implements Transport {
   #receive(host: LocalHost, data: unknown): void {
     const handlers = this.#handlers;
     if (handlers === undefined) return;
-    let items: WorkerToMain[];
-    try {
-      items = parseWorkerMessage(data);
-    } catch (error) {
-      handlers.error(asTroupeError(error, 'A worker sent an invalid message'), false);
-      return;
+    const { items, invalid } = parseWorkerMessage(data);
+    for (const problem of invalid) {
+      handlers.error(
+        new TroupeError('runtime.protocol', `Host ${host.id} sent an invalid item: ${problem}`),
+        false,
+      );
     }
     for (const item of items) {
       if (item.type === 'host.ready') {
