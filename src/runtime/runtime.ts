@@ -10,6 +10,7 @@ import { createRunId } from '../util/ids.js';
 import { ActorRecord, type AgentRef, type SpawnOptions } from './actor.js';
 import { createAgentRef, refusedRef, reusedRef } from './actor-ref.js';
 import { ActorTable } from './actor-table.js';
+import { BudgetGuard } from './budget-guard.js';
 import { runDelegation } from './delegation.js';
 import { checkEvent } from './event-check.js';
 import { HostLink } from './host-link.js';
@@ -22,7 +23,7 @@ import { plainError, ToolIndex } from './runtime-support.js';
 import { Scheduler } from './scheduler.js';
 import { Supervisor } from './supervisor.js';
 import { LocalTransport } from './transports/local.js';
-import { type BudgetCrossing, TreeBudget } from './tree-budget.js';
+import type { BudgetCrossing } from './tree-budget.js';
 import { UsageLedger, type UsageTotals } from './usage-ledger.js';
 
 /**
@@ -45,15 +46,12 @@ export class Runtime {
   readonly #table = new ActorTable();
   readonly #router: Router;
   readonly #ledger: UsageLedger;
-  readonly #budget: TreeBudget;
+  readonly #guard: BudgetGuard;
   readonly #store: ResultStore | undefined;
   readonly #scheduler: Scheduler;
   readonly #lifecycle: ActorLifecycle;
   readonly #link: HostLink;
   readonly #tools: ToolIndex;
-  readonly #budgetListeners = new Set<(crossing: BudgetCrossing) => void>();
-  readonly #timers: NodeJS.Timeout[] = [];
-  readonly #startedAt = Date.now();
   readonly #graceMs: number;
   #closed = false;
   #closing: Promise<void> | undefined;
@@ -71,7 +69,6 @@ export class Runtime {
       this.#roles.set(role.name, role);
     }
     this.#graceMs = options.cancelGraceMs ?? 5000;
-    this.#budget = new TreeBudget(options.budget);
     this.#ledger = new UsageLedger(options.prices);
     this.#store = options.results === undefined ? undefined : new ResultStore(options.results);
     this.#tools = new ToolIndex(options.toolModules ?? []);
@@ -104,7 +101,7 @@ export class Runtime {
       supervisor: new Supervisor(),
       emit: (agentId, payload) => this.#emit(agentId, payload),
       graceMs: this.#graceMs,
-      mayRetry: () => !this.#closed && this.#budget.exceeded === undefined,
+      mayRetry: () => !this.#closed && this.#guard.exceeded === undefined,
     });
     this.#link = new HostLink({
       bus: this.bus,
@@ -117,22 +114,20 @@ export class Runtime {
       delegate: (actorId, input) => runDelegation(this, actorId, input),
       emit: (agentId, payload) => this.#emit(agentId, payload),
     });
+    this.#guard = new BudgetGuard({
+      limits: options.budget,
+      ledger: this.#ledger,
+      emit: (agentId, payload) => this.#emit(agentId, payload),
+      exhaust: (crossing) => {
+        const reason = `the run's ${crossing.metric} budget is used up`;
+        for (const record of this.#table.live()) this.#lifecycle.cancel(record, reason, 'budget');
+      },
+      rootId: () => this.#table.firstRoot() ?? 'runtime',
+    });
     this.bus.on('model.response', (event) => {
       this.#ledger.record(event.agentId, event.usage);
-      // Not from inside this listener: events it causes must follow this one for every listener.
-      if (this.#budget.active) queueMicrotask(() => this.#checkBudget(event.agentId));
+      this.#guard.spent(event.agentId);
     });
-    const timeMs = this.#budget.limits.timeMs;
-    if (timeMs !== undefined) {
-      for (const delay of [timeMs * (this.#budget.limits.softRatio ?? 0.8), timeMs]) {
-        const timer = setTimeout(
-          () => this.#checkBudget(this.#table.firstRoot() ?? 'runtime'),
-          delay,
-        );
-        timer.unref();
-        this.#timers.push(timer);
-      }
-    }
   }
 
   /**
@@ -174,18 +169,17 @@ export class Runtime {
 
   /** The first hard limit of the tree budget that was reached, if any. */
   get budgetExceeded(): BudgetCrossing | undefined {
-    return this.#budget.exceeded;
+    return this.#guard.exceeded;
   }
 
   /** Calls `listener` once when the tree budget's hard limit is reached. */
   onBudgetExceeded(listener: (crossing: BudgetCrossing) => void): Unsubscribe {
-    this.#budgetListeners.add(listener);
-    return () => this.#budgetListeners.delete(listener);
+    return this.#guard.onExceeded(listener);
   }
 
   /** Wall time since the runtime was made, in milliseconds. */
   get elapsedMs(): number {
-    return Date.now() - this.#startedAt;
+    return this.#guard.elapsedMs;
   }
 
   /** Totals of the whole run, or of one agent alone. Live: running agents count up to now. */
@@ -284,7 +278,7 @@ export class Runtime {
 
   async #close(): Promise<void> {
     this.#closed = true;
-    for (const timer of this.#timers) clearTimeout(timer);
+    this.#guard.close();
     const live = this.#table.live();
     for (const record of live)
       this.#lifecycle.cancel(record, 'the runtime is closing', 'cancelled');
@@ -431,7 +425,7 @@ export class Runtime {
     const maxDepth = this.#options.maxDepth ?? 3;
     if (record.depth > maxDepth)
       return refuse(`delegation depth ${record.depth} is past the limit of ${maxDepth}`);
-    const exceeded = this.#budget.exceeded;
+    const exceeded = this.#guard.exceeded;
     if (exceeded !== undefined) {
       const error = new TroupeError(
         'budget.exceeded',
@@ -505,36 +499,6 @@ export class Runtime {
       from: record.parentId ?? 'runtime',
     });
     return record.delivered;
-  }
-
-  #checkBudget(agentId: string): void {
-    for (const crossing of this.#budget.check({
-      ...this.#ledger.spent(),
-      elapsedMs: this.elapsedMs,
-    })) {
-      const { kind, metric, used, limit } = crossing;
-      this.#emit(agentId, {
-        type: kind === 'warning' ? 'budget.warning' : 'budget.exceeded',
-        scope: 'tree',
-        metric,
-        used,
-        limit,
-      });
-      if (kind === 'exceeded' && this.#budget.exceeded === crossing) this.#onExhausted(crossing);
-    }
-  }
-
-  // At the hard limit: nothing new starts, everything running is cancelled cleanly.
-  #onExhausted(crossing: BudgetCrossing): void {
-    const reason = `the run's ${crossing.metric} budget is used up`;
-    for (const record of this.#table.live()) this.#lifecycle.cancel(record, reason, 'budget');
-    for (const listener of this.#budgetListeners) {
-      try {
-        listener(crossing);
-      } catch {
-        // One listener's failure must not keep the others from hearing it.
-      }
-    }
   }
 
   #emit(agentId: string, payload: EventPayload): void {
