@@ -485,7 +485,8 @@ export class Runtime {
     await record.mailbox.reserve();
     const messageId = `d${this.#nextMessage}`;
     this.#nextMessage += 1;
-    this.#emit(record.id, {
+    // The sender is the parent (who steers); an actor without one steers itself in the stream.
+    this.#emit(record.parentId ?? record.id, {
       type: 'message.sent',
       channel: 'direct',
       messageId,
