@@ -29,6 +29,7 @@ export class ToolRegistry {
   // Tools of the registry this one was narrowed from: known, but not this agent's.
   readonly #outside: ReadonlySet<string>;
   readonly #maxResultChars: number;
+  #schemas: ToolSchema[] | undefined;
 
   constructor(
     tools: readonly AnyTool[] = [],
@@ -76,8 +77,10 @@ export class ToolRegistry {
   }
 
   /** What the model sees: one schema per tool. */
-  schemas(): ToolSchema[] {
-    return this.list().map(toolSchema);
+  schemas(): readonly ToolSchema[] {
+    // A registry never changes after construction; agents ask on every model call.
+    this.#schemas ??= this.list().map(toolSchema);
+    return this.#schemas;
   }
 
   /** A registry with only the named tools. An unknown name throws `usage.unknown_tool`. */

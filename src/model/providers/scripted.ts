@@ -43,7 +43,7 @@ export class ScriptedModel implements Model {
   readonly #used: boolean[];
 
   constructor(script: Script) {
-    this.#script = ScriptSchema.parse(script);
+    this.#script = parseScript(script);
     this.#used = this.#script.steps.map(() => false);
     this.spec = { provider: 'scripted', script };
   }
@@ -120,6 +120,20 @@ export class ScriptedModel implements Model {
     }
     return index;
   }
+}
+
+// A worker builds one ScriptedModel per actor from the same spec object; parsing
+// each script once keeps a fan-out of thousands from re-validating it each time.
+// Parsed scripts are never mutated, so sharing them is safe.
+const parsedScripts = new WeakMap<Script, ParsedScript>();
+
+function parseScript(script: Script): ParsedScript {
+  let parsed = parsedScripts.get(script);
+  if (parsed === undefined) {
+    parsed = ScriptSchema.parse(script);
+    parsedScripts.set(script, parsed);
+  }
+  return parsed;
 }
 
 function matches(match: ScriptMatch | undefined, request: ModelRequest, call: number): boolean {
