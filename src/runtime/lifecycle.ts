@@ -175,8 +175,23 @@ export class ActorLifecycle {
     if (error !== undefined && status !== 'completed') result.error = error;
     record.mailbox.close(`${record.id} has finished`);
     record.log.length = 0;
-    router.removeActor(record.id);
+    const published = router.removeActor(record.id);
     ledger.finish(record.id);
+    // Stored before agent.finished goes out: the trace flushes at that event,
+    // so a run killed after it shows an agent's end always has its result on disk.
+    if (status === 'completed' && record.key !== undefined && store !== undefined) {
+      const parentKey = record.parentId === undefined ? '' : table.node(record.parentId).key;
+      try {
+        store.put(
+          record.key,
+          { role: record.role.name, task: record.task, parentKey },
+          result,
+          published,
+        );
+      } catch {
+        // A result that cannot be stored only costs a re-run on resume.
+      }
+    }
     this.#deps.emit(record.id, {
       type: 'agent.finished',
       status,
@@ -186,14 +201,6 @@ export class ActorLifecycle {
       usage: result.usage,
       steps: ending.steps,
     });
-    if (status === 'completed' && record.key !== undefined && store !== undefined) {
-      const parentKey = record.parentId === undefined ? '' : table.node(record.parentId).key;
-      try {
-        store.put(record.key, { role: record.role.name, task: record.task, parentKey }, result);
-      } catch {
-        // A result that cannot be stored only costs a re-run on resume.
-      }
-    }
     record.settle(
       result,
       () => new TroupeError('runtime.closed', `${record.id} finished before it read the message.`),

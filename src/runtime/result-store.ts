@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { SerializedErrorSchema } from '../errors.js';
 import { UsageSchema } from '../model/types.js';
 import type { ActorResult } from './actor.js';
+import { type PublishedMessage, PublishedMessageSchema } from './router.js';
 
 /** One stored result on disk: `<dir>/<key>.json`. */
 export const StoredResultSchema = z.object({
@@ -23,8 +24,20 @@ export const StoredResultSchema = z.object({
     usage: UsageSchema,
     steps: z.number().int().nonnegative(),
   }),
+  /**
+   * What the actor published on channels, in order (validated payloads), so a
+   * reuse can publish it again to subscribers that run again. Absent in files
+   * written before it existed: such a publisher replays nothing.
+   */
+  published: z.array(PublishedMessageSchema).optional(),
 });
 export type StoredResult = z.infer<typeof StoredResultSchema>;
+
+/** A stored result ready for reuse: the result (marked reused) and what to publish again. */
+export interface ReusableResult {
+  result: ActorResult;
+  published: PublishedMessage[];
+}
 
 /**
  * Finished actors' results on disk, for resuming a run. A result's key is a
@@ -50,8 +63,8 @@ export class ResultStore {
     return createHash('sha256').update(`${triple}#${occurrence}`).digest('hex').slice(0, 32);
   }
 
-  /** The completed result stored under `key`, when reuse is on and one exists. */
-  get(key: string): ActorResult | undefined {
+  /** The completed result stored under `key` and its publications, when reuse is on and one exists. */
+  get(key: string): ReusableResult | undefined {
     if (!this.reuse) return undefined;
     let text: string;
     try {
@@ -62,18 +75,22 @@ export class ResultStore {
     try {
       const stored = StoredResultSchema.parse(JSON.parse(text));
       if (stored.result.status !== 'completed') return undefined;
-      return { ...stored.result, reused: true };
+      return { result: { ...stored.result, reused: true }, published: stored.published ?? [] };
     } catch {
       // A torn or foreign file is as good as none: the actor runs again.
       return undefined;
     }
   }
 
-  /** Stores a completed result (atomically: a reader never sees half a file). */
+  /**
+   * Stores a completed result and what the actor published on channels
+   * (atomically: a reader never sees half a file).
+   */
   put(
     key: string,
     meta: { role: string; task: string; parentKey: string },
     result: ActorResult,
+    published: readonly PublishedMessage[] = [],
   ): void {
     const stored: StoredResult = {
       v: 1,
@@ -89,6 +106,7 @@ export class ResultStore {
         usage: result.usage,
         steps: result.steps,
       },
+      ...(published.length === 0 ? {} : { published: [...published] }),
     };
     mkdirSync(this.dir, { recursive: true });
     const path = join(this.dir, `${key}.json`);

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { errorMessage, isTroupeError, TroupeError } from '../errors.js';
 import { type AnyChannel, formatChannelMessage, validatePayload } from './channel.js';
 import type { Mailbox } from './mailbox.js';
@@ -22,6 +23,10 @@ export interface PublishAnswer {
   code?: 'channel.invalid_payload' | 'channel.unknown' | 'mailbox.full' | undefined;
 }
 
+/** One accepted publication, as a reused publisher replays it on resume. */
+export const PublishedMessageSchema = z.object({ channel: z.string(), payload: z.unknown() });
+export type PublishedMessage = z.infer<typeof PublishedMessageSchema>;
+
 interface Subscriber {
   actorId: string;
   mailbox: Mailbox;
@@ -41,7 +46,10 @@ export class Router {
   readonly #channels = new Map<string, AnyChannel>();
   readonly #publishers = new Map<string, Set<string>>();
   readonly #subscribers = new Map<string, Map<string, Subscriber>>();
-  readonly #roles = new Map<string, { publishes: string[]; subscriber: Subscriber | undefined }>();
+  readonly #roles = new Map<
+    string,
+    { publishes: string[]; subscriber: Subscriber | undefined; published: PublishedMessage[] }
+  >();
   #nextMessage = 1;
 
   constructor(delivery: RouterDelivery) {
@@ -71,14 +79,7 @@ export class Router {
     mailbox: Mailbox,
   ): void {
     for (const channel of [...publishes, ...subscribes]) this.addChannel(channel);
-    for (const channel of publishes) {
-      let set = this.#publishers.get(channel.name);
-      if (set === undefined) {
-        set = new Set();
-        this.#publishers.set(channel.name, set);
-      }
-      set.add(actorId);
-    }
+    this.#addPublishes(actorId, publishes);
     let subscriber: Subscriber | undefined;
     if (subscribes.length > 0) {
       subscriber = { actorId, mailbox, closed: new Set() };
@@ -94,13 +95,56 @@ export class Router {
           this.#close(subscriber, channel.name);
       }
     }
-    this.#roles.set(actorId, { publishes: publishes.map((channel) => channel.name), subscriber });
+    this.#roles.set(actorId, {
+      publishes: publishes.map((channel) => channel.name),
+      subscriber,
+      published: [],
+    });
   }
 
-  /** Removes a finished actor; channels whose last publisher it was close for their subscribers. */
-  removeActor(actorId: string): void {
+  /**
+   * Adds a publisher that takes no messages: a finished publisher reused from
+   * an earlier run (resume), live again until `replay` has published its
+   * messages, so that no subscriber is told its channel closed before then.
+   */
+  addPublisher(actorId: string, publishes: readonly AnyChannel[]): void {
+    for (const channel of publishes) this.addChannel(channel);
+    this.#addPublishes(actorId, publishes);
+    this.#roles.set(actorId, {
+      publishes: publishes.map((channel) => channel.name),
+      subscriber: undefined,
+      published: [],
+    });
+  }
+
+  /**
+   * Publishes again, in order and validated as always, what a reused
+   * publisher (see addPublisher) published in the earlier run, then removes
+   * it: its channels close for their subscribers behind the replayed
+   * messages. Resolves with the refusals (a payload that no longer fits the
+   * channel, a full mailbox); never rejects.
+   */
+  async replay(from: string, messages: readonly PublishedMessage[]): Promise<PublishAnswer[]> {
+    const refused: PublishAnswer[] = [];
+    try {
+      for (const message of messages) {
+        const answer = await this.publish(from, message.channel, message.payload);
+        if (!answer.ok) refused.push(answer);
+      }
+    } finally {
+      this.removeActor(from);
+    }
+    return refused;
+  }
+
+  /**
+   * Removes a finished actor; channels whose last publisher it was close for
+   * their subscribers. Returns the publications it made that were accepted
+   * (validated payloads, in order), for the result store.
+   */
+  removeActor(actorId: string): PublishedMessage[] {
     const entry = this.#roles.get(actorId);
-    if (entry === undefined) return;
+    if (entry === undefined) return [];
     this.#roles.delete(actorId);
     for (const map of this.#subscribers.values()) map.delete(actorId);
     for (const name of entry.publishes) {
@@ -111,6 +155,7 @@ export class Router {
           this.#close(subscriber, name);
       }
     }
+    return entry.published;
   }
 
   /**
@@ -143,6 +188,7 @@ export class Router {
       (subscriber) => subscriber.actorId !== from && !subscriber.closed.has(channelName),
     );
     this.#delivery.sent(from, channelName, messageId, valid.payload);
+    entry.published.push({ channel: channelName, payload: valid.payload });
     const refused: string[] = [];
     let delivered = 0;
     await Promise.all(
@@ -180,6 +226,17 @@ export class Router {
   /** The channels already closed for a subscriber (a restarted actor is told again). */
   closedFor(actorId: string): string[] {
     return [...(this.#roles.get(actorId)?.subscriber?.closed ?? [])];
+  }
+
+  #addPublishes(actorId: string, publishes: readonly AnyChannel[]): void {
+    for (const channel of publishes) {
+      let set = this.#publishers.get(channel.name);
+      if (set === undefined) {
+        set = new Set();
+        this.#publishers.set(channel.name, set);
+      }
+      set.add(actorId);
+    }
   }
 
   #close(subscriber: Subscriber, channel: string): void {

@@ -16,7 +16,7 @@ import { checkEvent } from './event-check.js';
 import { HostLink } from './host-link.js';
 import { ActorLifecycle, type StopKind } from './lifecycle.js';
 import { Mailbox } from './mailbox.js';
-import { ResultStore } from './result-store.js';
+import { ResultStore, type ReusableResult } from './result-store.js';
 import { Router } from './router.js';
 import type { RuntimeOptions } from './runtime-options.js';
 import { plainError, ToolIndex } from './runtime-support.js';
@@ -57,6 +57,9 @@ export class Runtime {
   #closing: Promise<void> | undefined;
   #fatal: TroupeError | undefined;
   #nextMessage = 1;
+  // Reused publishers replaying their messages (resume): who they are, for their events.
+  readonly #reused = new Map<string, { role: string; parentId: string | undefined }>();
+  readonly #replays = new Set<Promise<void>>();
 
   constructor(options: RuntimeOptions) {
     this.#options = options;
@@ -224,8 +227,8 @@ export class Runtime {
     const key = this.#store?.nextKey(resolved.name, fullTask, parent?.key ?? '');
     const id = this.#table.nextId(resolved.name);
     const stored = key === undefined ? undefined : this.#store?.get(key);
-    // A finished result from an earlier run: no events, no actor.
-    if (stored !== undefined) return reusedRef(id, stored);
+    // A finished result from an earlier run: no agent.spawned, no actor; what it published goes out again.
+    if (stored !== undefined) return this.#reuse(id, resolved, options.parent, stored);
     const record = new ActorRecord({
       id,
       role: resolved,
@@ -282,10 +285,10 @@ export class Runtime {
     const live = this.#table.live();
     for (const record of live)
       this.#lifecycle.cancel(record, 'the runtime is closing', 'cancelled');
-    if (live.length > 0) {
+    if (live.length > 0 || this.#replays.size > 0) {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
-        Promise.all(live.map((record) => record.result)),
+        Promise.all([...live.map((record) => record.result), ...this.#replays]),
         new Promise((resolve) => {
           timer = setTimeout(resolve, this.#graceMs * 2);
         }),
@@ -323,6 +326,45 @@ export class Runtime {
       // in the fan-out benchmark, at no measurable CPU cost (docs/PERFORMANCE.md).
       resourceLimits: { maxYoungGenerationSizeMb: 4, ...options.threadLimits },
     });
+  }
+
+  /**
+   * Answers a spawn from an earlier run's stored result. A publisher's stored
+   * messages are published again to the current subscribers (in order,
+   * validated as always, from its id); it counts as a live publisher until
+   * they are delivered, so the close notice comes behind them, and its
+   * result resolves then. The replay waits a turn, so the subscribers spawned
+   * in the same batch are there to receive it.
+   */
+  #reuse(
+    id: string,
+    role: AnyRole,
+    parentId: string | undefined,
+    stored: ReusableResult,
+  ): AgentRef {
+    const ref = reusedRef(id, stored.result);
+    if (stored.published.length === 0) return ref;
+    this.#reused.set(id, { role: role.name, parentId });
+    this.#router.addPublisher(id, role.publishes);
+    const replay = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => this.#router.replay(id, stored.published))
+      .then((refused) => {
+        for (const answer of refused) {
+          this.#emit(id, {
+            type: 'callback.error',
+            callback: 'resume replay',
+            error: plainError(new TroupeError(answer.code ?? 'channel.unknown', answer.message)),
+          });
+        }
+      })
+      // Like every result, this one never rejects.
+      .catch(() => undefined)
+      .finally(() => {
+        this.#reused.delete(id);
+        this.#replays.delete(replay);
+      });
+    this.#replays.add(replay);
+    return { ...ref, result: replay.then(() => ref.result) };
   }
 
   #resolveRole(role: string | AnyRole): AnyRole {
@@ -504,13 +546,16 @@ export class Runtime {
 
   #emit(agentId: string, payload: EventPayload): void {
     const record = this.#table.get(agentId);
+    const reused = record === undefined ? this.#reused.get(agentId) : undefined;
+    const parentId = record?.parentId ?? reused?.parentId;
+    const role = record?.role.name ?? reused?.role;
     this.events.emit({
       v: 1,
       ts: Date.now(),
       runId: this.runId,
       agentId,
-      ...(record?.parentId === undefined ? {} : { parentId: record.parentId }),
-      ...(record === undefined ? {} : { role: record.role.name }),
+      ...(parentId === undefined ? {} : { parentId }),
+      ...(role === undefined ? {} : { role }),
       ...payload,
     } as UnsequencedEvent);
   }

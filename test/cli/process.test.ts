@@ -202,33 +202,36 @@ describe('troupe (child process, offline model)', () => {
     expect(result.stderr).toContain('--provider offline');
   });
 
-  it('re-runs only unfinished agents when a run killed with SIGKILL is resumed', async () => {
+  /**
+   * Starts a slow run, kills it with SIGKILL at the first event `killAt`
+   * accepts, resumes it with --json, and returns both attempts' events and
+   * the ids of the sub-agents whose results the first attempt stored.
+   */
+  async function killAndResume(killAt: (event: AgentEvent) => boolean): Promise<{
+    runDir: string;
+    first: AgentEvent[];
+    stored: Set<string>;
+    resumed: Outcome;
+    events: AgentEvent[];
+  }> {
     const out = outDir();
     // Each offline model call waits, so the run is still going when it is killed.
     const env = cleanEnv({ TROUPE_OFFLINE_DELAY_MS: '300' });
     const child = spawn(
       process.execPath,
       [bin, 'run', TASK, '--provider', 'offline', '--workspace', corpus, '--out', out, '--quiet'],
-      {
-        env,
-        cwd: root,
-        stdio: 'ignore',
-      },
+      { env, cwd: root, stdio: 'ignore' },
     );
     const done = exited(child);
-    const controller = new AbortController();
     let runId: string | undefined;
     while (runId === undefined) {
       runId = readdirSync(out)[0];
       if (runId === undefined) await new Promise((resolve) => setImmediate(resolve));
     }
-    const tracePath = join(out, runId, 'trace.jsonl');
-    // Kill once the analyst has finished (after every researcher), while the reporter is still to come.
-    for await (const event of followTrace(tracePath, {
-      signal: controller.signal,
-      pollIntervalMs: 20,
-    })) {
-      if (event.type === 'agent.finished' && event.agentId === 'analyst-1') {
+    const runDir = join(out, runId);
+    const tracePath = join(runDir, 'trace.jsonl');
+    for await (const event of followTrace(tracePath, { pollIntervalMs: 20 })) {
+      if (killAt(event)) {
         child.kill('SIGKILL');
         break;
       }
@@ -236,17 +239,19 @@ describe('troupe (child process, offline model)', () => {
     await done;
     const first = readTrace(tracePath).events;
     expect(first.some((event) => event.type === 'run.finished')).toBe(false);
-    const firstSpawned = first.filter(
-      (event) => event.type === 'agent.spawned' && event.agentId !== 'coordinator',
+    const resultsDir = join(runDir, 'results');
+    const stored = new Set(
+      (existsSync(resultsDir) ? readdirSync(resultsDir) : [])
+        .filter((name) => name.endsWith('.json'))
+        .map(
+          (name) =>
+            (
+              JSON.parse(readFileSync(join(resultsDir, name), 'utf8')) as {
+                result: { agentId: string };
+              }
+            ).result.agentId,
+        ),
     );
-    expect(firstSpawned.map((event) => event.agentId).sort()).toEqual([
-      'analyst-1',
-      'researcher-1',
-      'researcher-2',
-      'researcher-3',
-      'researcher-4',
-    ]);
-
     const resumed = await troupe([
       'run',
       '--resume',
@@ -261,14 +266,65 @@ describe('troupe (child process, offline model)', () => {
     ]);
     expect(resumed.code, resumed.stderr).toBe(0);
     const events = parseLines(resumed.stdout);
-    const spawned = events
-      .filter((event) => event.type === 'agent.spawned')
-      .map((event) => event.agentId);
-    expect(spawned).toEqual(['coordinator', 'reporter-1']);
     expect(events[0]).toMatchObject({ type: 'run.started', task: TASK });
     expect(events.at(-1)).toMatchObject({ type: 'run.finished', status: 'completed' });
-    expect(existsSync(join(out, runId, 'trace.1.jsonl'))).toBe(true);
-    expect(readFileSync(join(out, runId, 'report.md'), 'utf8')).toContain('Figures side by side');
+    expect(existsSync(join(runDir, 'trace.1.jsonl'))).toBe(true);
+    return { runDir, first, stored, resumed, events };
+  }
+
+  function spawnedIds(events: readonly AgentEvent[]): string[] {
+    return events.filter((event) => event.type === 'agent.spawned').map((event) => event.agentId);
+  }
+
+  it('re-runs only the reporter when a run killed with SIGKILL after the analyst finished is resumed', async () => {
+    // Killed once the analyst has finished (after every researcher), while the reporter is still to come.
+    const { runDir, first, events } = await killAndResume(
+      (event) => event.type === 'agent.finished' && event.agentId === 'analyst-1',
+    );
+    expect(
+      spawnedIds(first)
+        .filter((id) => id !== 'coordinator')
+        .sort(),
+    ).toEqual(['analyst-1', 'researcher-1', 'researcher-2', 'researcher-3', 'researcher-4']);
+    expect(spawnedIds(events)).toEqual(['coordinator', 'reporter-1']);
+    expect(readFileSync(join(runDir, 'report.md'), 'utf8')).toContain('Figures side by side');
+  });
+
+  it('re-runs only unfinished agents and keeps every finding when a run killed with SIGKILL before the analyst finished is resumed', async () => {
+    // Killed as the first researcher finishes: the analyst has not, and cannot have, finished.
+    const { runDir, first, stored, events } = await killAndResume(
+      (event) =>
+        event.type === 'agent.finished' &&
+        event.role === 'researcher' &&
+        event.status === 'completed',
+    );
+    expect(stored.has('analyst-1')).toBe(false);
+    expect([...stored].some((id) => id.startsWith('researcher-'))).toBe(true);
+    const unfinished = spawnedIds(first).filter((id) => id !== 'coordinator' && !stored.has(id));
+    expect(spawnedIds(events).sort()).toEqual(
+      [...new Set(['coordinator', ...unfinished, 'analyst-1', 'reporter-1'])].sort(),
+    );
+    // The reused researchers published their findings again; the new analyst read every one.
+    const senders = new Set(
+      events
+        .filter((event) => event.type === 'message.sent' && event.channel === 'findings')
+        .map((event) => event.agentId),
+    );
+    for (const id of stored) if (id.startsWith('researcher-')) expect(senders.has(id)).toBe(true);
+    const readFrom = new Set(
+      events
+        .filter((event) => event.type === 'message.received' && event.agentId === 'analyst-1')
+        .map((event) => (event.type === 'message.received' ? event.from : '')),
+    );
+    expect([...readFrom].sort()).toEqual([
+      'researcher-1',
+      'researcher-2',
+      'researcher-3',
+      'researcher-4',
+    ]);
+    const report = readFileSync(join(runDir, 'report.md'), 'utf8');
+    expect(report).toContain('Analysis across 4 sources');
+    for (const source of readdirSync(corpus)) expect(report).toContain(`(${source})`);
   });
 });
 

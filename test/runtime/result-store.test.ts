@@ -50,7 +50,27 @@ describe('ResultStore', () => {
     expect(writer.get(key)).toBeUndefined();
     expect(readdirSync(dir)).toEqual([`${key}.json`]);
     const reader = new ResultStore({ dir, reuse: true });
-    expect(reader.get(reader.nextKey('researcher', 't', ''))).toEqual({ ...result, reused: true });
+    expect(reader.get(reader.nextKey('researcher', 't', ''))).toEqual({
+      result: { ...result, reused: true },
+      published: [],
+    });
+  });
+
+  it('keeps what an actor published, in order, beside its result', () => {
+    const dir = tempDir();
+    const writer = new ResultStore({ dir, reuse: false });
+    const published = [
+      { channel: 'findings', payload: { source: 'a.md' } },
+      { channel: 'findings', payload: { source: 'b.md' } },
+    ];
+    writer.put(
+      writer.nextKey('researcher', 't', ''),
+      { role: 'researcher', task: 't', parentKey: '' },
+      result,
+      published,
+    );
+    const reader = new ResultStore({ dir, reuse: true });
+    expect(reader.get(reader.nextKey('researcher', 't', ''))?.published).toEqual(published);
   });
 
   it('treats a torn file as no result', () => {

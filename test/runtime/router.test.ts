@@ -99,4 +99,69 @@ describe('Router', () => {
     expect(answer).toMatchObject({ ok: false, code: 'mailbox.full' });
     expect(answer.message).toContain('reader-1');
   });
+
+  it('returns the accepted publications of an actor, in order, when it is removed', async () => {
+    const { router, mailbox } = world();
+    router.addActor('writer-1', [notes], [], mailbox('writer-1'));
+    await router.publish('writer-1', 'notes', { text: 'one' });
+    await router.publish('writer-1', 'notes', { text: 42 });
+    await router.publish('writer-1', 'notes', { text: 'two' });
+    expect(router.removeActor('writer-1')).toEqual([
+      { channel: 'notes', payload: { text: 'one' } },
+      { channel: 'notes', payload: { text: 'two' } },
+    ]);
+    expect(router.removeActor('writer-1')).toEqual([]);
+  });
+
+  it('replays a reused publisher to the current subscribers, closing the channel only behind its messages', async () => {
+    const { log, router, mailbox } = world();
+    router.addPublisher('writer-1', [notes]);
+    // The subscriber comes after the reused publisher: the channel is open for it.
+    router.addActor('reader-1', [], [notes], mailbox('reader-1'));
+    expect(log).toEqual([]);
+
+    const refused = await router.replay('writer-1', [
+      { channel: 'notes', payload: { text: 'one' } },
+      { channel: 'notes', payload: { text: 'two' } },
+    ]);
+
+    expect(refused).toEqual([]);
+    expect(log).toEqual([
+      'sent writer-1 notes m1',
+      'deliver reader-1 [message on channel "notes" from writer-1]\n{"text":"one"}',
+      'sent writer-1 notes m2',
+      'deliver reader-1 [message on channel "notes" from writer-1]\n{"text":"two"}',
+      'close reader-1 notes',
+    ]);
+  });
+
+  it('keeps the channel open while a replay waits for room in a full mailbox', async () => {
+    const { log, router, mailbox } = world(1, 'block');
+    const box = mailbox('reader-1');
+    router.addPublisher('writer-1', [notes]);
+    router.addActor('reader-1', [], [notes], box);
+    const replay = router.replay('writer-1', [
+      { channel: 'notes', payload: { text: 'one' } },
+      { channel: 'notes', payload: { text: 'two' } },
+    ]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(log.filter((line) => line.startsWith('close'))).toEqual([]);
+    box.release(1);
+    await replay;
+    expect(log.at(-1)).toBe('close reader-1 notes');
+    expect(log.filter((line) => line.startsWith('deliver'))).toHaveLength(2);
+  });
+
+  it('reports a replayed payload that no longer fits the channel and delivers the rest', async () => {
+    const { log, router, mailbox } = world();
+    router.addPublisher('writer-1', [notes]);
+    router.addActor('reader-1', [], [notes], mailbox('reader-1'));
+    const refused = await router.replay('writer-1', [
+      { channel: 'notes', payload: { text: 7 } },
+      { channel: 'notes', payload: { text: 'ok' } },
+    ]);
+    expect(refused).toMatchObject([{ ok: false, code: 'channel.invalid_payload' }]);
+    expect(log.filter((line) => line.startsWith('deliver'))).toHaveLength(1);
+    expect(log.at(-1)).toBe('close reader-1 notes');
+  });
 });

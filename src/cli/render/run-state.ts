@@ -33,7 +33,8 @@ export type PriceFunction = (model: string | undefined, usage: Usage) => number 
  * The state of a run as the renderers see it, folded from AgentEvents alone,
  * so that a live run and a replayed trace give the same picture. Agents are
  * created on their first event (the coordinator has no `agent.spawned`; a
- * resumed run's reused agents have none at all).
+ * resumed run's reused agents have none at all, and show only when they
+ * publish their channel messages again, as completed).
  */
 export class RunState {
   runId: string | undefined;
@@ -72,7 +73,14 @@ export class RunState {
       }
       return;
     }
+    const fresh = !this.agents.has(event.agentId);
     const agent = this.#agent(event);
+    // A reused agent of a resumed run has no agent.spawned: its first event is
+    // a replayed message.sent, and it finished in the earlier run.
+    if (fresh && event.type === 'message.sent') {
+      agent.status = 'completed';
+      agent.endTs = event.ts;
+    }
     switch (event.type) {
       case 'run.started':
         agent.activity = 'planning';
@@ -132,7 +140,9 @@ export class RunState {
         agent.steps = Math.max(agent.steps, event.step.index + 1);
         break;
       case 'message.sent':
-        agent.activity = `published on ${event.channel}`;
+        agent.activity = fresh
+          ? `reused: published on ${event.channel} again`
+          : `published on ${event.channel}`;
         break;
       case 'message.received':
         agent.channels.add(event.channel);
