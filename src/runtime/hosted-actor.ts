@@ -193,6 +193,7 @@ export class HostedActor {
       progress: (note) => this.#emit({ type: 'agent.progress', note }),
     };
     if (config.outDir !== undefined) toolContext.outputDir = config.outDir;
+    if (config.unsafeNoSandbox === true) toolContext.unsafeNoSandbox = true;
     if (this.#options.env !== undefined) toolContext.env = this.#options.env;
     if (config.hasApprove) {
       toolContext.approve = (request) => this.#options.requests.approve(this.id, request);

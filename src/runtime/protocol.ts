@@ -24,6 +24,8 @@ export const HostConfigSchema = z.object({
   env: z.record(z.string(), z.string()).optional(),
   /** True when the main thread answers approval requests. */
   hasApprove: z.boolean(),
+  /** Run shell and python without the OS sandbox (bubblewrap): the run's `--unsafe-no-sandbox`. */
+  unsafeNoSandbox: z.boolean().optional(),
 });
 export type HostConfig = z.infer<typeof HostConfigSchema>;
 

@@ -43,6 +43,11 @@ export interface RuntimeOptions {
   results?: { dir: string; reuse: boolean } | undefined;
   /** How deep delegation may go below the coordinator (default 3). */
   maxDepth?: number | undefined;
+  /**
+   * Run the actors' shell and python tools without the OS sandbox
+   * (bubblewrap), where none can start. Unsafe: only for commands you trust.
+   */
+  unsafeNoSandbox?: boolean | undefined;
   /** The environment models and tools see (default process.env). */
   env?: NodeJS.ProcessEnv | undefined;
   /** Where actors run (default worker threads on this machine). */

@@ -321,6 +321,7 @@ export class Runtime {
         toolModules: [...(options.toolModules ?? [])],
         ...(options.env === undefined ? {} : { env: definedEnv(options.env) }),
         hasApprove: options.approve !== undefined,
+        ...(options.unsafeNoSandbox === true ? { unsafeNoSandbox: true } : {}),
       },
       // A small young generation per thread: about 20 MiB less RSS per thread
       // in the fan-out benchmark, at no measurable CPU cost (docs/PERFORMANCE.md).

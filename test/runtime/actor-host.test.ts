@@ -40,6 +40,12 @@ const forbiddenTool = defineTool({
     return 'ran';
   },
 });
+const sandboxTool = defineTool({
+  name: 'sandbox_mode',
+  description: 'Says whether tools run without the OS sandbox.',
+  parameters: z.object({}),
+  execute: (_input, context) => `unsafeNoSandbox=${context.unsafeNoSandbox === true}`,
+});
 const waitTool = defineTool({
   name: 'wait_for_cancel',
   description: 'Waits until cancelled.',
@@ -64,9 +70,11 @@ function role(overrides: Partial<RoleSpec> = {}): RoleSpec {
 }
 
 // One host on an in-process MessageChannel: the test plays the main thread.
-function startHost() {
+function startHost(overrides: Partial<HostConfig> = {}) {
   const { port1, port2 } = new MessageChannel();
-  const host = new ActorHost(config, port2, { tools: [countTool, forbiddenTool, waitTool] });
+  const host = new ActorHost({ ...config, ...overrides }, port2, {
+    tools: [countTool, forbiddenTool, waitTool, sandboxTool],
+  });
   const running = host.run();
   const items: WorkerWireItem[] = [];
   const waiters: Array<() => void> = [];
@@ -274,5 +282,28 @@ describe('ActorHost', () => {
       ok: false,
       error: { code: 'tool.invalid_input' },
     });
+  });
+
+  it('gives actors unsafeNoSandbox in their tool context only when the host config says so', async () => {
+    const sandboxMode = async (overrides: Partial<HostConfig>) => {
+      const { items, start, until } = startHost(overrides);
+      start(
+        'worker-1',
+        role({ tools: ['sandbox_mode'] }),
+        {
+          provider: 'scripted',
+          script: { steps: [{ toolCalls: [{ name: 'sandbox_mode' }] }, { content: 'done' }] },
+        },
+        'check',
+      );
+      await until((item) => item.type === 'actor.result');
+      return (
+        events(items).find((event) => event.type === 'tool.result') as unknown as {
+          content: string;
+        }
+      ).content;
+    };
+    expect(await sandboxMode({ unsafeNoSandbox: true })).toBe('unsafeNoSandbox=true');
+    expect(await sandboxMode({})).toBe('unsafeNoSandbox=false');
   });
 });

@@ -8,8 +8,9 @@ import { describeModel, type ModelSpec } from '../../model/model.js';
 import { runJob } from '../../roles/coordinator.js';
 import type { AnyRole } from '../../roles/role.js';
 import { Runtime } from '../../runtime/runtime.js';
+import type { RuntimeOptions } from '../../runtime/runtime-options.js';
 import { DEFAULT_GRANTS } from '../../tools/permissions.js';
-import type { PermissionTier } from '../../tools/tool.js';
+import type { ApprovalRequest, PermissionTier } from '../../tools/tool.js';
 import { createRunId } from '../../util/ids.js';
 import { createTerminalApprover } from '../approve.js';
 import {
@@ -52,6 +53,8 @@ export interface JobSettings {
   approve: boolean;
   /** The environment models and tools see. */
   env: NodeJS.ProcessEnv;
+  /** Run the sub-agents' shell and python without the OS sandbox (`--unsafe-no-sandbox`). */
+  unsafeNoSandbox?: boolean | undefined;
 }
 
 interface RunFlags extends ProviderFlags {
@@ -67,6 +70,7 @@ interface RunFlags extends ProviderFlags {
   quiet?: boolean | undefined;
   resume?: string | undefined;
   approve?: boolean | undefined;
+  unsafeNoSandbox?: boolean | undefined;
 }
 
 /** `troupe run "<task>"`: a coordinator splits the task among sub-agents; watch it live. */
@@ -103,6 +107,10 @@ export function registerRunCommand(program: Command, io: CliIo): void {
       '--approve',
       'ask y/n on the terminal before risky actions (refused without a terminal)',
     )
+    .option(
+      '--unsafe-no-sandbox',
+      "run the sub-agents' shell and python WITHOUT the OS sandbox (bubblewrap); only where none can start",
+    )
     .action(async (task: string | undefined, flags: RunFlags) => {
       const cwd = io.cwd ?? process.cwd();
       if (task === undefined && flags.resume === undefined) {
@@ -126,6 +134,7 @@ export function registerRunCommand(program: Command, io: CliIo): void {
         mode: chooseOutputMode(io, flags),
         approve: flags.approve === true,
         env: io.env,
+        unsafeNoSandbox: flags.unsafeNoSandbox === true,
       };
       exitWith(await executeJob(io, settings));
     });
@@ -144,6 +153,40 @@ function rotateTrace(tracePath: string): void {
   let attempt = 1;
   while (existsSync(tracePath.replace(/\.jsonl$/, `.${attempt}.jsonl`))) attempt += 1;
   renameSync(tracePath, tracePath.replace(/\.jsonl$/, `.${attempt}.jsonl`));
+}
+
+/** The Runtime options of a job run, from its settings and the run's own parts. */
+export function jobRuntimeOptions(
+  settings: JobSettings,
+  run: {
+    runId: string;
+    runDir: string;
+    bus: EventBus;
+    approve?: ((request: ApprovalRequest) => Promise<boolean>) | undefined;
+  },
+): RuntimeOptions {
+  return {
+    model: settings.spec,
+    roles: [...settings.roles],
+    ...(settings.threads === undefined ? {} : { threads: settings.threads }),
+    workspace: settings.workspace,
+    outDir: run.runDir,
+    grants: [...settings.grants],
+    ...(settings.budgetTokens === undefined && settings.timeoutMs === undefined
+      ? {}
+      : {
+          budget: {
+            ...(settings.budgetTokens === undefined ? {} : { tokens: settings.budgetTokens }),
+            ...(settings.timeoutMs === undefined ? {} : { timeMs: settings.timeoutMs }),
+          },
+        }),
+    runId: run.runId,
+    bus: run.bus,
+    ...(run.approve === undefined ? {} : { approve: run.approve }),
+    results: { dir: join(run.runDir, 'results'), reuse: settings.resume !== undefined },
+    env: settings.env,
+    ...(settings.unsafeNoSandbox === true ? { unsafeNoSandbox: true } : {}),
+  };
 }
 
 /**
@@ -173,6 +216,11 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
   }
   if (task === undefined) throw usageError('troupe run needs a task.');
   mkdirSync(runDir, { recursive: true });
+  if (settings.unsafeNoSandbox === true) {
+    io.stderr.write(
+      `WARNING: --unsafe-no-sandbox: the sub-agents' shell and python run WITHOUT the OS sandbox (bubblewrap), with your user's access to this machine.${settings.grants.includes('exec') ? '' : ' (exec is not granted, so none runs in this run.)'}\n`,
+    );
+  }
 
   const bus = new EventBus();
   const trace = new TraceWriter(tracePath, { env: io.env });
@@ -192,34 +240,19 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
   if (io.signal?.aborted === true) onInterrupt();
   io.signal?.addEventListener('abort', onInterrupt, { once: true });
   const live = renderer instanceof LiveRenderer ? renderer : undefined;
-  const runtime = new Runtime({
-    model: settings.spec,
-    roles: [...settings.roles],
-    ...(settings.threads === undefined ? {} : { threads: settings.threads }),
-    workspace: settings.workspace,
-    outDir: runDir,
-    grants: [...settings.grants],
-    ...(settings.budgetTokens === undefined && settings.timeoutMs === undefined
-      ? {}
-      : {
-          budget: {
-            ...(settings.budgetTokens === undefined ? {} : { tokens: settings.budgetTokens }),
-            ...(settings.timeoutMs === undefined ? {} : { timeMs: settings.timeoutMs }),
-          },
-        }),
-    runId,
-    bus,
-    ...(settings.approve
-      ? {
-          approve: createTerminalApprover(io, {
+  const runtime = new Runtime(
+    jobRuntimeOptions(settings, {
+      runId,
+      runDir,
+      bus,
+      approve: settings.approve
+        ? createTerminalApprover(io, {
             pause: () => live?.pause(),
             resume: () => live?.resume(),
-          }),
-        }
-      : {}),
-    results: { dir: join(runDir, 'results'), reuse: settings.resume !== undefined },
-    env: settings.env,
-  });
+          })
+        : undefined,
+    }),
+  );
 
   let status: string | undefined;
   let failure: unknown;
