@@ -4,6 +4,7 @@ import { JsonRenderer } from './render/json.js';
 import { LineRenderer } from './render/lines.js';
 import { LiveRenderer } from './render/live.js';
 import type { EventRenderer } from './render/renderer.js';
+import type { PriceFunction } from './render/run-state.js';
 import { supportsColor, type TerminalOutput } from './terminal.js';
 
 /** Exit codes of the troupe CLI. */
@@ -49,14 +50,19 @@ export function chooseOutputMode(
 export function createRenderer(
   mode: OutputMode,
   io: CliIo,
-  options: { model?: string | undefined } = {},
+  options: { model?: string | undefined; price?: PriceFunction | undefined } = {},
 ): EventRenderer & { start?: () => void } {
   switch (mode) {
     case 'json':
       return new JsonRenderer({ output: io.stdout, env: io.env });
     case 'lines':
-      return new LineRenderer({ output: io.stdout, env: io.env });
+      return new LineRenderer({ output: io.stdout, env: io.env, price: options.price });
     case 'live':
-      return new LiveRenderer({ output: io.stdout, env: io.env, model: options.model });
+      return new LiveRenderer({
+        output: io.stdout,
+        env: io.env,
+        model: options.model,
+        price: options.price,
+      });
   }
 }

@@ -1,9 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type JobSettings, jobRuntimeOptions } from '../../src/cli/commands/run.js';
 import { runCli } from '../../src/cli/main.js';
+import { createPriceFunction, priceKey } from '../../src/cli/prices.js';
 import { EventBus } from '../../src/events/bus.js';
 import { argv, fakeIo } from './io.js';
 
@@ -64,5 +65,61 @@ describe('troupe run --unsafe-no-sandbox', () => {
       true,
     );
     expect(jobRuntimeOptions(settings, run).unsafeNoSandbox).toBeUndefined();
+  });
+});
+
+describe('troupe run --prices', () => {
+  function pricesFile(content: string): string {
+    const path = join(outDir(), 'prices.json');
+    writeFileSync(path, content);
+    return path;
+  }
+
+  it('exits 2 with a message that names the file and the problem when the file is bad', async () => {
+    const cases: Array<[string, RegExp]> = [
+      [join(outDir(), 'missing.json'), /--prices \S+missing\.json: no such file/],
+      [pricesFile('{ "offline": '), /not valid JSON/],
+      [pricesFile('{ "offline": { "inputPerMTok": 3 } }'), /outputPerMTok/],
+      [pricesFile('{ "offline": { "inputPerMTok": -1, "outputPerMTok": 2 } }'), /inputPerMTok/],
+      [pricesFile('[1, 2]'), /expected \{ "<model>"/],
+    ];
+    for (const [file, message] of cases) {
+      const io = fakeIo();
+      expect(await runCli(offlineRun('--prices', file), io), file).toBe(2);
+      expect(io.stderr.text, file).toMatch(message);
+      expect(io.stdout.text, file).toBe('');
+    }
+  });
+
+  it('shows the cost in the summary when the file prices the model', async () => {
+    const io = fakeIo();
+    const file = pricesFile('{ "offline": { "inputPerMTok": 3, "outputPerMTok": 15 } }');
+    expect(await runCli(offlineRun('--quiet', '--prices', file), io)).toBe(0);
+    const summary = io.stdout.text.slice(io.stdout.text.lastIndexOf('Run '));
+    expect(summary).toMatch(
+      /^Run \S+ completed in \S+ · 7 agents \(7 completed\) · \S+ tokens · \$\d+\.\d{4}\n/,
+    );
+    expect(summary).toMatch(/ cost /);
+    expect(summary).toMatch(/total .*\$\d+\.\d{4}/);
+    expect(io.stderr.text).not.toContain('WARNING');
+  });
+
+  it('prices by the model name the runtime uses, from the spawned model label', () => {
+    expect(priceKey('anthropic/claude-sonnet-4-6')).toBe('claude-sonnet-4-6');
+    expect(priceKey('openai/anthropic/claude-sonnet-4.6')).toBe('anthropic/claude-sonnet-4.6');
+    expect(priceKey('offline (heuristic)')).toBe('offline');
+    expect(priceKey('scripted')).toBe('scripted');
+    const price = createPriceFunction({
+      'claude-sonnet-4-6': { inputPerMTok: 3, outputPerMTok: 15 },
+    });
+    expect(
+      price('anthropic/claude-sonnet-4-6', { inputTokens: 1_000_000, outputTokens: 100_000 }),
+    ).toBeCloseTo(4.5);
+    expect(price('openai/gpt-5.4-mini', { inputTokens: 1, outputTokens: 1 })).toBeUndefined();
+  });
+
+  it('passes the price table to the runtime', () => {
+    const prices = { offline: { inputPerMTok: 1, outputPerMTok: 2 } };
+    expect(jobRuntimeOptions({ ...settings, prices }, run).prices).toEqual(prices);
   });
 });

@@ -9,6 +9,7 @@ import { runJob } from '../../roles/coordinator.js';
 import type { AnyRole } from '../../roles/role.js';
 import { Runtime } from '../../runtime/runtime.js';
 import type { RuntimeOptions } from '../../runtime/runtime-options.js';
+import type { ModelPrice } from '../../runtime/usage-ledger.js';
 import { DEFAULT_GRANTS } from '../../tools/permissions.js';
 import type { ApprovalRequest, PermissionTier } from '../../tools/tool.js';
 import { createRunId } from '../../util/ids.js';
@@ -22,6 +23,7 @@ import {
   type OutputMode,
   usageError,
 } from '../context.js';
+import { createPriceFunction, loadPriceTable } from '../prices.js';
 import { LiveRenderer } from '../render/live.js';
 import {
   loadRoles,
@@ -55,6 +57,8 @@ export interface JobSettings {
   env: NodeJS.ProcessEnv;
   /** Run the sub-agents' shell and python without the OS sandbox (`--unsafe-no-sandbox`). */
   unsafeNoSandbox?: boolean | undefined;
+  /** US dollars per million tokens by model name (`--prices`); cost shows where known. */
+  prices?: Readonly<Record<string, ModelPrice>> | undefined;
 }
 
 interface RunFlags extends ProviderFlags {
@@ -71,6 +75,7 @@ interface RunFlags extends ProviderFlags {
   resume?: string | undefined;
   approve?: boolean | undefined;
   unsafeNoSandbox?: boolean | undefined;
+  prices?: string | undefined;
 }
 
 /** `troupe run "<task>"`: a coordinator splits the task among sub-agents; watch it live. */
@@ -97,6 +102,10 @@ export function registerRunCommand(program: Command, io: CliIo): void {
       parseAllow,
     )
     .option('--out <dir>', 'where run folders go', 'troupe-runs')
+    .option(
+      '--prices <file>',
+      'a JSON price table, { "<model>": { "inputPerMTok": n, "outputPerMTok": n } } in USD, to show costs',
+    )
     .option('--json', 'print every event as NDJSON on stdout (progress goes to stderr)')
     .option('--quiet', 'plain lines instead of the live view')
     .option(
@@ -135,6 +144,7 @@ export function registerRunCommand(program: Command, io: CliIo): void {
         approve: flags.approve === true,
         env: io.env,
         unsafeNoSandbox: flags.unsafeNoSandbox === true,
+        prices: flags.prices === undefined ? undefined : loadPriceTable(cwd, flags.prices),
       };
       exitWith(await executeJob(io, settings));
     });
@@ -186,6 +196,7 @@ export function jobRuntimeOptions(
     results: { dir: join(run.runDir, 'results'), reuse: settings.resume !== undefined },
     env: settings.env,
     ...(settings.unsafeNoSandbox === true ? { unsafeNoSandbox: true } : {}),
+    ...(settings.prices === undefined ? {} : { prices: settings.prices }),
   };
 }
 
@@ -225,7 +236,10 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
   const bus = new EventBus();
   const trace = new TraceWriter(tracePath, { env: io.env });
   trace.attach(bus);
-  const renderer = createRenderer(settings.mode, io, { model: describeModel(settings.spec) });
+  const renderer = createRenderer(settings.mode, io, {
+    model: describeModel(settings.spec),
+    price: settings.prices === undefined ? undefined : createPriceFunction(settings.prices),
+  });
   bus.onAny((event) => renderer.handle(event));
   const progress = settings.mode === 'json' ? io.stderr : io.stdout;
   if (settings.mode === 'json') {
