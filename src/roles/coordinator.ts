@@ -6,6 +6,14 @@ import { createModel, describeModel, type Model, type ModelSpec } from '../model
 import { addUsage, type Usage } from '../model/types.js';
 import type { ActorResult, AgentRef } from '../runtime/actor.js';
 import {
+  SEND_MESSAGE_DESCRIPTION,
+  SPAWN_AGENT_DESCRIPTION,
+  sendToChild,
+  startedMessage,
+  WAIT_AGENTS_DESCRIPTION,
+  waitForChildren,
+} from '../runtime/children.js';
+import {
   delegateInputSchema,
   formatDelegationResults,
   runDelegation,
@@ -134,46 +142,29 @@ function delegationToolsFor(
     }),
     defineTool({
       name: 'spawn_agent',
-      description:
-        'Start one sub-agent and return its id at once, without waiting; collect it later with wait_agents.',
+      description: SPAWN_AGENT_DESCRIPTION,
       parameters: z.object({
         role: roleSchema,
         task: z.string().describe('The whole task, self-contained.'),
       }),
       execute: ({ role, task }) => {
         const [ref] = spawner.spawnBatch(COORDINATOR_ID, [{ role, task }]);
-        return ref === undefined ? 'Nothing was started.' : `Started ${ref.id}.`;
+        return ref === undefined ? 'Nothing was started.' : startedMessage(ref.id);
       },
     }),
     defineTool({
       name: 'wait_agents',
-      description: 'Wait for sub-agents started with spawn_agent and return their results.',
+      description: WAIT_AGENTS_DESCRIPTION,
       parameters: z.object({
         ids: z.array(z.string()).min(1).describe('Agent ids, e.g. ["researcher-1"].'),
       }),
-      execute: async ({ ids }) => {
-        const unknown = ids.filter((id) => !state.refs.has(id));
-        if (unknown.length > 0) {
-          throw new TroupeError(
-            'tool.invalid_input',
-            `Unknown agent id${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}. Started so far: ${[...state.refs.keys()].join(', ') || '(none)'}.`,
-          );
-        }
-        const results = await Promise.all(ids.map((id) => (state.refs.get(id) as AgentRef).result));
-        return formatDelegationResults(results);
-      },
+      execute: async ({ ids }) => formatDelegationResults(await waitForChildren(state.refs, ids)),
     }),
     defineTool({
       name: 'send_message',
-      description: 'Send a message to a running sub-agent; it reads it before its next model call.',
+      description: SEND_MESSAGE_DESCRIPTION,
       parameters: z.object({ agentId: z.string(), message: z.string() }),
-      execute: async ({ agentId, message }) => {
-        const ref = state.refs.get(agentId);
-        if (ref === undefined)
-          throw new TroupeError('tool.invalid_input', `Unknown agent id ${agentId}.`);
-        await ref.send(message);
-        return `Delivered to ${agentId}.`;
-      },
+      execute: ({ agentId, message }) => sendToChild(state.refs, agentId, message),
     }),
   ];
 }

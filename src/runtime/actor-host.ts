@@ -7,10 +7,12 @@ import { ToolRegistry } from '../tools/registry.js';
 import type { AnyTool } from '../tools/tool.js';
 import type { ActorResult } from './actor.js';
 import { Batcher } from './batcher.js';
+import { type ChildRequester, childTools } from './child-tools.js';
 import type { DelegateInput } from './delegation.js';
 import { checkEvent } from './event-check.js';
 import { HostedActor, type HostRequests, roleTools } from './hosted-actor.js';
 import {
+  type ChildAnswer,
   type HostConfig,
   type MainToWorker,
   parseMainMessage,
@@ -156,6 +158,9 @@ export class ActorHost {
       case 'spawn.answered':
         this.#answer(item.requestId, item.results);
         return;
+      case 'child.answered':
+        this.#answer(item.requestId, item.answer);
+        return;
       case 'host.shutdown':
         this.#stop();
         return;
@@ -205,7 +210,11 @@ export class ActorHost {
     const entry = this.#roles.get(key);
     if (entry === undefined)
       throw new TroupeError('runtime.protocol', `Role ${key} was never defined on this host.`);
-    entry.tools ??= roleTools(this.#tools, entry.spec, this.#requests);
+    if (entry.tools === undefined) {
+      const tools = roleTools(this.#tools, entry.spec, this.#requests);
+      // A delegating role gets the coordinator's other sub-agent tools too.
+      entry.tools = entry.spec.canDelegate ? tools.with(childTools(this.#requests)) : tools;
+    }
     return { role: entry.spec, tools: entry.tools };
   }
 
@@ -225,7 +234,7 @@ export class ActorHost {
     this.#out.push(checkEvent(event));
   };
 
-  readonly #requests: HostRequests = {
+  readonly #requests: HostRequests & ChildRequester = {
     publish: (actorId, channel, payload) =>
       this.#request((requestId) => ({
         type: 'channel.publish',
@@ -250,6 +259,13 @@ export class ActorHost {
         tasks: input.tasks,
         ...(input.policy === undefined ? {} : { policy: input.policy }),
         ...(input.quorum === undefined ? {} : { quorum: input.quorum }),
+      })),
+    child: (actorId, request) =>
+      this.#request<ChildAnswer>((requestId) => ({
+        type: 'child.requested',
+        requestId,
+        actorId,
+        request,
       })),
   };
 

@@ -7,7 +7,7 @@ import type { ActorTable } from './actor-table.js';
 import type { DelegateInput } from './delegation.js';
 import { looksLikeEvent } from './event-check.js';
 import type { ActorLifecycle } from './lifecycle.js';
-import type { WorkerToMain } from './protocol.js';
+import type { ChildAnswer, ChildRequest, WorkerToMain } from './protocol.js';
 import type { Router } from './router.js';
 import { plainError } from './runtime-support.js';
 import type { Scheduler } from './scheduler.js';
@@ -22,6 +22,8 @@ export interface HostLinkDeps {
   scheduler: Scheduler;
   approve: ((request: ApprovalRequest) => Promise<boolean>) | undefined;
   delegate(actorId: string, input: DelegateInput): Promise<ActorResult[]>;
+  /** Answers a worker actor's spawn_agent, wait_agents or send_message; never rejects. */
+  child(actorId: string, request: ChildRequest): Promise<ChildAnswer>;
   emit(agentId: string, payload: EventPayload): void;
 }
 
@@ -74,6 +76,15 @@ export class HostLink {
           break;
         case 'spawn.requested':
           void this.#delegate(hostId, item);
+          break;
+        case 'child.requested':
+          void this.#deps.child(item.actorId, item.request).then((answer) =>
+            this.#deps.scheduler.reply(hostId, {
+              type: 'child.answered',
+              requestId: item.requestId,
+              answer,
+            }),
+          );
           break;
         case 'host.error':
         case 'host.ready':

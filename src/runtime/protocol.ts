@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { SerializedErrorSchema, TroupeError } from '../errors.js';
+import { ErrorCodeSchema, SerializedErrorSchema, TroupeError } from '../errors.js';
 import { AgentStopReasonSchema, type UnsequencedEvent } from '../events/schema.js';
 import { ModelSpecSchema } from '../model/model.js';
 import { UsageSchema } from '../model/types.js';
@@ -71,6 +71,30 @@ export const ActorResultDataSchema = z.object({
   reused: z.boolean().optional(),
 });
 
+/**
+ * What a delegating worker actor asks about sub-agents of its own, besides
+ * `delegate`: start one without waiting (`spawn_agent`), wait for some
+ * (`wait_agents`), steer one (`send_message`).
+ */
+export const ChildRequestSchema = z.discriminatedUnion('op', [
+  z.object({ op: z.literal('spawn'), role: z.string(), task: z.string() }),
+  z.object({ op: z.literal('wait'), ids: z.array(z.string()).min(1) }),
+  z.object({ op: z.literal('send'), agentId: z.string(), message: z.string() }),
+]);
+export type ChildRequest = z.infer<typeof ChildRequestSchema>;
+
+/** The main thread's answer to a ChildRequest: a refusal is `ok: false` with a code and message. */
+export const ChildAnswerSchema = z.object({
+  ok: z.boolean(),
+  message: z.string(),
+  code: ErrorCodeSchema.optional(),
+  /** The started sub-agent (spawn). */
+  agentId: z.string().optional(),
+  /** The sub-agents' results, in the order asked (wait). */
+  results: z.array(ActorResultDataSchema).optional(),
+});
+export type ChildAnswer = z.infer<typeof ChildAnswerSchema>;
+
 export const MainToWorkerSchema = z.discriminatedUnion('type', [
   /** A role, sent once per host; actors name it by key (histories and specs stay put, only deltas cross). */
   z.object({ type: z.literal('role.define'), key: z.string(), role: RoleSpecSchema }),
@@ -116,6 +140,11 @@ export const MainToWorkerSchema = z.discriminatedUnion('type', [
     requestId: z.number().int(),
     results: z.array(ActorResultDataSchema),
   }),
+  z.object({
+    type: z.literal('child.answered'),
+    requestId: z.number().int(),
+    answer: ChildAnswerSchema,
+  }),
   z.object({ type: z.literal('host.shutdown') }),
 ]);
 export type MainToWorker = z.infer<typeof MainToWorkerSchema>;
@@ -156,6 +185,12 @@ export const WorkerToMainSchema = z.discriminatedUnion('type', [
     tasks: z.array(z.object({ role: z.string(), task: z.string() })),
     policy: z.enum(['all_settled', 'quorum', 'fail_fast']).optional(),
     quorum: z.number().int().positive().optional(),
+  }),
+  z.object({
+    type: z.literal('child.requested'),
+    requestId: z.number().int(),
+    actorId: z.string(),
+    request: ChildRequestSchema,
   }),
   z.object({ type: z.literal('host.error'), error: SerializedErrorSchema }),
 ]);

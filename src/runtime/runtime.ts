@@ -11,6 +11,7 @@ import { ActorRecord, type AgentRef, type SpawnOptions } from './actor.js';
 import { createAgentRef, refusedRef, reusedRef } from './actor-ref.js';
 import { ActorTable } from './actor-table.js';
 import { BudgetGuard } from './budget-guard.js';
+import { WorkerChildren } from './children.js';
 import { runDelegation } from './delegation.js';
 import { checkEvent } from './event-check.js';
 import { HostLink } from './host-link.js';
@@ -52,6 +53,7 @@ export class Runtime {
   readonly #lifecycle: ActorLifecycle;
   readonly #link: HostLink;
   readonly #tools: ToolIndex;
+  readonly #children: WorkerChildren;
   readonly #graceMs: number;
   #closed = false;
   #closing: Promise<void> | undefined;
@@ -106,6 +108,11 @@ export class Runtime {
       graceMs: this.#graceMs,
       mayRetry: () => !this.#closed && this.#guard.exceeded === undefined,
     });
+    this.#children = new WorkerChildren({
+      spawnBatch: (parentId, tasks) => this.spawnBatch(parentId, tasks),
+      mayDelegate: (actorId) => this.#table.get(actorId)?.role.canDelegate === true,
+      roleNames: () => [...this.#roles.keys()],
+    });
     this.#link = new HostLink({
       bus: this.bus,
       runId: this.runId,
@@ -114,7 +121,8 @@ export class Runtime {
       router: this.#router,
       scheduler: this.#scheduler,
       approve: options.approve,
-      delegate: (actorId, input) => runDelegation(this, actorId, input),
+      delegate: (actorId, input) => runDelegation(this.#children, actorId, input),
+      child: (actorId, request) => this.#children.answer(actorId, request),
       emit: (agentId, payload) => this.#emit(agentId, payload),
     });
     this.#guard = new BudgetGuard({
@@ -402,6 +410,8 @@ export class Runtime {
       depth: record.depth,
     });
     this.#router.addActor(id, role.publishes, role.subscribes, record.mailbox);
+    // The sub-agents a delegating actor started are forgotten with it (they are cancelled with it).
+    if (role.canDelegate) void record.result.then(() => this.#children.forget(id));
     const refusal = this.#refusal(record);
     if (refusal !== undefined) {
       this.#lifecycle.finish(

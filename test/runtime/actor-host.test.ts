@@ -306,4 +306,95 @@ describe('ActorHost', () => {
     expect(await sandboxMode({ unsafeNoSandbox: true })).toBe('unsafeNoSandbox=true');
     expect(await sandboxMode({})).toBe('unsafeNoSandbox=false');
   });
+
+  it('gives a delegating role spawn_agent, wait_agents and send_message, answered by the main thread', async () => {
+    const { items, send, start, until } = startHost();
+    start(
+      'lead-1',
+      role({ tools: [], canDelegate: true }),
+      {
+        provider: 'scripted',
+        script: {
+          steps: [
+            {
+              match: { call: 1 },
+              toolCalls: [{ name: 'spawn_agent', arguments: { role: 'worker', task: 'a' } }],
+            },
+            {
+              match: { call: 2 },
+              toolCalls: [{ name: 'wait_agents', arguments: { ids: ['worker-7'] } }],
+            },
+            {
+              match: { call: 3 },
+              toolCalls: [
+                { name: 'send_message', arguments: { agentId: 'worker-7', message: 'hi' } },
+              ],
+            },
+            { content: 'done' },
+          ],
+        },
+      },
+      'lead',
+    );
+    const answerNext = async (index: number, answer: Record<string, unknown>) => {
+      const request = await until(
+        (item) =>
+          item.type === 'child.requested' &&
+          items.filter((other) => other.type === 'child.requested').indexOf(item) === index,
+      );
+      send({
+        type: 'child.answered',
+        requestId: (request as { requestId: number }).requestId,
+        answer: answer as never,
+      });
+      return request;
+    };
+    expect(
+      await answerNext(0, { ok: true, message: 'Started worker-7.', agentId: 'worker-7' }),
+    ).toMatchObject({
+      actorId: 'lead-1',
+      request: { op: 'spawn', role: 'worker', task: 'a' },
+    });
+    expect(
+      await answerNext(1, {
+        ok: true,
+        message: '1 finished.',
+        results: [
+          {
+            agentId: 'worker-7',
+            role: 'worker',
+            status: 'completed',
+            final: 'worker-7 did a',
+            usage: { inputTokens: 0, outputTokens: 0 },
+            steps: 1,
+          },
+        ],
+      }),
+    ).toMatchObject({ request: { op: 'wait', ids: ['worker-7'] } });
+    expect(
+      await answerNext(2, { ok: false, code: 'runtime.closed', message: 'worker-7 has finished.' }),
+    ).toMatchObject({ request: { op: 'send', agentId: 'worker-7', message: 'hi' } });
+    await until((item) => item.type === 'actor.result');
+
+    const results = events(items).filter(
+      (event) => event.type === 'tool.result',
+    ) as unknown as Array<{
+      name: string;
+      ok: boolean;
+      content: string;
+      error?: { code: string };
+    }>;
+    expect(results.map((result) => [result.name, result.ok])).toEqual([
+      ['spawn_agent', true],
+      ['wait_agents', true],
+      ['send_message', false],
+    ]);
+    expect(results[0]?.content).toBe('Started worker-7.');
+    expect(results[1]?.content).toContain('worker-7 did a');
+    expect(results[2]?.error?.code).toBe('runtime.closed');
+    const request = events(items).find((event) => event.type === 'model.request') as unknown as {
+      tools: number;
+    };
+    expect(request.tools).toBe(4);
+  });
 });
