@@ -64,7 +64,10 @@ export interface RoleDefinition<TOutput = unknown> {
   retry?: RetryPolicy | 'fail_fast' | undefined;
   /** Default time limit of one actor, in milliseconds (none by default). */
   timeoutMs?: number | undefined;
-  /** May spawn sub-agents of its own with a `delegate` tool, within the runtime's depth limit. */
+  /**
+   * May spawn sub-agents of its own, within the runtime's depth limit: it gets
+   * `delegate`, `spawn_agent`, `wait_agents` and `send_message`, as the coordinator does.
+   */
   canDelegate?: boolean | undefined;
   /** The bound of each actor's mailbox and what a full one does to senders. */
   mailbox?: MailboxOptions | undefined;
