@@ -34,7 +34,7 @@ export const researcher = defineRole({
     '3. Report only what the sources say. Never invent a source, a quote or a number; if something is missing or unclear, say so.',
     'When you are done, give a short final answer: what you read, what you published and anything you could not find.',
   ].join('\n'),
-  tools: ['read_file', 'list_dir', 'search_files', 'fetch_url'],
+  tools: ['read_file', 'list_dir', 'search_files', 'fetch_url', 'report_progress'],
   publishes: [findingsChannel],
   maxSteps: 16,
 });
@@ -49,7 +49,7 @@ export const analyst = defineRole({
     'Each finding arrives as a user message. Keep a running picture: what the sources agree on, where they disagree, which figures matter and what is missing. You may check a workspace file with read_file when a finding is unclear.',
     'Until the findings channel is closed, answer each message with a brief interim note. When it is closed, give your final analysis: the main conclusions with the sources behind each, contradictions, open questions, and the key figures. Cite sources by their path or URL. Never invent facts beyond the findings.',
   ].join('\n'),
-  tools: ['read_file', 'list_dir'],
+  tools: ['read_file', 'list_dir', 'report_progress'],
   subscribes: [findingsChannel],
   maxSteps: 12,
 });
@@ -64,7 +64,7 @@ export const reporter = defineRole({
     "Write one clear Markdown report with write_file (your writes go to the run's output folder): a title, a short summary, sections with the findings and the analysis, the key figures, and a list of sources. Use only the material you were given; you may read workspace files to check a detail.",
     'Your final answer: the path of the report and a two-sentence summary of it.',
   ].join('\n'),
-  tools: ['write_file', 'read_file'],
+  tools: ['write_file', 'read_file', 'report_progress'],
   maxSteps: 8,
 });
 

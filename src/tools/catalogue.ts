@@ -3,6 +3,7 @@ import { createFetchTool, type FetchToolOptions } from './builtin/fetch.js';
 import { listDirTool } from './builtin/list-dir.js';
 import { createPythonTool, type PythonToolOptions } from './builtin/python.js';
 import { readFileTool } from './builtin/read-file.js';
+import { reportProgressTool } from './builtin/report-progress.js';
 import { createSearchFilesTool, type SearchFilesToolOptions } from './builtin/search-files.js';
 import { createShellTool, type ShellToolOptions } from './builtin/shell.js';
 import { createWriteFileTool, type WriteFileToolOptions } from './builtin/write-file.js';
@@ -24,6 +25,7 @@ export const builtinToolNames = [
   'shell',
   'fetch_url',
   'python',
+  'report_progress',
 ] as const;
 
 /** A built-in tool name. */
@@ -38,6 +40,7 @@ export const BUILTIN_TOOL_TIERS: Readonly<Record<BuiltinToolName, readonly Permi
   shell: ['exec'],
   fetch_url: ['network'],
   python: ['exec'],
+  report_progress: [],
 };
 
 /** Options for the built-in tools. */
@@ -64,6 +67,7 @@ export function builtinTools(options: BuiltinToolOptions = {}): AnyTool[] {
     createShellTool(options.shell),
     createFetchTool(options.fetch),
     createPythonTool(options.python),
+    reportProgressTool,
   ];
 }
 

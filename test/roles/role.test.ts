@@ -91,7 +91,13 @@ describe('parseRoleOutput', () => {
 
 describe('built-in roles', () => {
   it('give researchers read and fetch tools and the findings channel', () => {
-    expect(researcher.tools).toEqual(['read_file', 'list_dir', 'search_files', 'fetch_url']);
+    expect(researcher.tools).toEqual([
+      'read_file',
+      'list_dir',
+      'search_files',
+      'fetch_url',
+      'report_progress',
+    ]);
     expect(researcher.publishes).toEqual([findingsChannel]);
   });
 
@@ -101,6 +107,6 @@ describe('built-in roles', () => {
   });
 
   it('let the reporter write and read only', () => {
-    expect(reporter.tools).toEqual(['write_file', 'read_file']);
+    expect(reporter.tools).toEqual(['write_file', 'read_file', 'report_progress']);
   });
 });

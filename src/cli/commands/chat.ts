@@ -107,8 +107,10 @@ async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
   const cwd = io.cwd ?? process.cwd();
   const workspace = resolveFolder(cwd, flags.workspace, '--workspace');
   const grants = flags.allow ?? [...CHAT_DEFAULT_GRANTS];
-  const names = builtinToolNames.filter((name) =>
-    BUILTIN_TOOL_TIERS[name].every((tier) => grants.includes(tier)),
+  // report_progress speaks to a supervisor; in a chat the person reads the answer itself.
+  const names = builtinToolNames.filter(
+    (name) =>
+      name !== 'report_progress' && BUILTIN_TOOL_TIERS[name].every((tier) => grants.includes(tier)),
   );
   const redact = createRedactor(io.env);
   const out = (text: string): void => io.stdout.write(`${redact(text)}\n`);
