@@ -49,6 +49,10 @@ export class ScriptedModel implements Model {
   }
 
   async complete(request: ModelRequest, options: ModelCallOptions = {}): Promise<ModelResponse> {
+    return (await this.#answer(request, options)).response;
+  }
+
+  async #answer(request: ModelRequest, options: ModelCallOptions): Promise<Answer> {
     const callNumber = this.calls.length + 1;
     const index = this.#pick(request, callNumber);
     this.calls.push({ call: callNumber, request: snapshot(request), stepIndex: index });
@@ -65,29 +69,20 @@ export class ScriptedModel implements Model {
         },
       });
     }
-    return buildResponse(step, callNumber);
+    const prepared = prepare(step);
+    return { response: buildResponse(step, prepared, callNumber), prepared };
   }
 
-  async *stream(
+  /**
+   * Streams the step's reply: its thinking, its text in word-sized deltas,
+   * its tool calls, then `finish`. Like an async generator, nothing runs
+   * (the call is not made) until the first `next()`.
+   */
+  stream(
     request: ModelRequest,
     options: ModelCallOptions = {},
-  ): AsyncGenerator<ModelStreamPart> {
-    const response = await this.complete(request, options);
-    if (response.thinking !== undefined) yield { type: 'thinking-delta', text: response.thinking };
-    // Word-sized deltas, so consumers of streams see more than one part.
-    for (const piece of response.content.match(/\S+\s*|\s+/g) ?? []) {
-      yield { type: 'text-delta', text: piece };
-    }
-    for (const [index, toolCall] of response.toolCalls.entries()) {
-      yield {
-        type: 'tool-call-delta',
-        index,
-        id: toolCall.id,
-        name: toolCall.name,
-        argumentsDelta: toolCall.raw,
-      };
-    }
-    yield { type: 'finish', response };
+  ): AsyncIterableIterator<ModelStreamPart> {
+    return new ScriptedStream(() => this.#answer(request, options));
   }
 
   /** Number of script steps not yet used (repeating steps never count). */
@@ -107,9 +102,14 @@ export class ScriptedModel implements Model {
   }
 
   #pick(request: ModelRequest, callNumber: number): number {
-    const index = this.#script.steps.findIndex(
-      (step, i) => !this.#used[i] && matches(step.match, request, callNumber),
-    );
+    const { steps } = this.#script;
+    let index = -1;
+    for (let i = 0; i < steps.length; i += 1) {
+      if (!this.#used[i] && matches((steps[i] as ParsedScriptStep).match, request, callNumber)) {
+        index = i;
+        break;
+      }
+    }
     if (index === -1) {
       const last = request.messages.at(-1);
       throw new TroupeError(
@@ -167,21 +167,64 @@ function matches(match: ScriptMatch | undefined, request: ModelRequest, call: nu
   return true;
 }
 
-function buildResponse(step: ParsedScriptStep, callNumber: number): ModelResponse {
-  const toolCalls: ToolCall[] = step.toolCalls.map((call, index) => {
-    const raw =
-      typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments);
-    return {
+// What a step always answers the same way, worked out once per step (parsed
+// scripts are shared and never mutated): the raw argument strings, the text
+// deltas, the estimated usage.
+interface PreparedStep {
+  raws: string[];
+  pieces: string[];
+  outputTokens: number;
+}
+
+interface Answer {
+  response: ModelResponse;
+  prepared: PreparedStep;
+}
+
+const preparedSteps = new WeakMap<ParsedScriptStep, PreparedStep>();
+
+function prepare(step: ParsedScriptStep): PreparedStep {
+  let prepared = preparedSteps.get(step);
+  if (prepared === undefined) {
+    const raws: string[] = [];
+    for (const call of step.toolCalls) {
+      raws.push(
+        typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments),
+      );
+    }
+    const pieces: string[] = [];
+    // Word-sized deltas, so consumers of streams see more than one part.
+    for (const piece of step.content.match(/\S+\s*|\s+/g) ?? []) pieces.push(piece);
+    // A fixed, predictable usage so budgets can be tested without stating usage on every step.
+    const out = step.content.length + JSON.stringify(step.toolCalls).length;
+    prepared = { raws, pieces, outputTokens: Math.max(1, Math.ceil(out / 4)) };
+    preparedSteps.set(step, prepared);
+  }
+  return prepared;
+}
+
+// Every response gets its own objects (tool calls, parsed arguments, usage):
+// callers may keep or change them.
+function buildResponse(
+  step: ParsedScriptStep,
+  prepared: PreparedStep,
+  callNumber: number,
+): ModelResponse {
+  const toolCalls: ToolCall[] = [];
+  for (let index = 0; index < step.toolCalls.length; index += 1) {
+    const call = step.toolCalls[index] as ParsedScriptStep['toolCalls'][number];
+    const raw = prepared.raws[index] as string;
+    toolCalls.push({
       id: call.id ?? `call_${callNumber}_${index}`,
       name: call.name,
       arguments: parseOrRaw(raw),
       raw,
-    };
-  });
+    });
+  }
   const response: ModelResponse = {
     content: step.content,
     toolCalls,
-    usage: step.usage ?? estimateUsage(step),
+    usage: step.usage ?? { inputTokens: 10, outputTokens: prepared.outputTokens },
     stopReason: toolCalls.length > 0 ? 'tool_calls' : 'end',
     model: 'scripted',
   };
@@ -197,10 +240,63 @@ function parseOrRaw(raw: string): unknown {
   }
 }
 
-// A fixed, predictable usage so budgets can be tested without stating usage on every step.
-function estimateUsage(step: ParsedScriptStep): { inputTokens: number; outputTokens: number } {
-  const out = step.content.length + JSON.stringify(step.toolCalls).length;
-  return { inputTokens: 10, outputTokens: Math.max(1, Math.ceil(out / 4)) };
+// The parts of one streamed reply, in order, ending with finish.
+function streamParts(answer: Answer): ModelStreamPart[] {
+  const { response, prepared } = answer;
+  const parts: ModelStreamPart[] = [];
+  if (response.thinking !== undefined)
+    parts.push({ type: 'thinking-delta', text: response.thinking });
+  for (const piece of prepared.pieces) parts.push({ type: 'text-delta', text: piece });
+  for (let index = 0; index < response.toolCalls.length; index += 1) {
+    const toolCall = response.toolCalls[index] as ToolCall;
+    parts.push({
+      type: 'tool-call-delta',
+      index,
+      id: toolCall.id,
+      name: toolCall.name,
+      argumentsDelta: toolCall.raw,
+    });
+  }
+  parts.push({ type: 'finish', response });
+  return parts;
+}
+
+/**
+ * The scripted model's stream: an async iterator over the parts of one
+ * reply. Cheaper than an async generator (no generator frame held across the
+ * simulated latency, one promise per part), with the same contract: the call
+ * starts on the first `next()`, a failed call rejects it, `return()` ends it.
+ */
+class ScriptedStream implements AsyncIterableIterator<ModelStreamPart> {
+  #start: (() => Promise<Answer>) | undefined;
+  #parts: ModelStreamPart[] = [];
+  #next = 0;
+
+  constructor(start: () => Promise<Answer>) {
+    this.#start = start;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<ModelStreamPart> {
+    return this;
+  }
+
+  async next(): Promise<IteratorResult<ModelStreamPart, undefined>> {
+    const start = this.#start;
+    if (start !== undefined) {
+      this.#start = undefined;
+      this.#parts = streamParts(await start());
+    }
+    const part = this.#parts[this.#next];
+    if (part === undefined) return { done: true, value: undefined };
+    this.#next += 1;
+    return { done: false, value: part };
+  }
+
+  async return(): Promise<IteratorResult<ModelStreamPart, undefined>> {
+    this.#start = undefined;
+    this.#next = this.#parts.length;
+    return { done: true, value: undefined };
+  }
 }
 
 function snapshot(request: ModelRequest): ModelRequest {
@@ -214,6 +310,8 @@ function busyWait(milliseconds: number): void {
   }
 }
 
+const ONCE = { once: true } as const;
+
 function delay(milliseconds: number, signal: AbortSignal | undefined): Promise<void> {
   if (signal?.aborted) return Promise.reject(abortError(signal));
   if (milliseconds <= 0) return Promise.resolve();
@@ -226,7 +324,7 @@ function delay(milliseconds: number, signal: AbortSignal | undefined): Promise<v
       clearTimeout(timer);
       reject(abortError(signal));
     };
-    signal?.addEventListener('abort', onAbort, { once: true });
+    signal?.addEventListener('abort', onAbort, ONCE);
   });
 }
 
