@@ -12,6 +12,7 @@ import {
   addUsage,
   emptyUsage,
   type Message,
+  type ModelRequest,
   type ModelResponse,
   type ToolCall,
   type ToolMessage,
@@ -31,7 +32,13 @@ import {
   SUMMARY_PREFIX,
   transcript,
 } from './history.js';
-import { callModel, DEFAULT_NUDGE, describeToolCalls, looksLikeFakeToolCall } from './step.js';
+import {
+  callModel,
+  DEFAULT_NUDGE,
+  type Delta,
+  describeToolCalls,
+  looksLikeFakeToolCall,
+} from './step.js';
 
 /** How an Agent is built. Everything is fixed at construction. */
 export interface AgentConfig {
@@ -228,8 +235,8 @@ export class Agent {
         this.#step(state, 'error', `Reached the step limit of ${this.#maxSteps} model calls.`);
         return this.#stop(state, 'max_steps');
       }
-      const inbox = this.#config.inbox?.() ?? [];
-      state.messages.push(...inbox);
+      const inbox = this.#config.inbox?.();
+      if (inbox !== undefined && inbox.length > 0) state.messages.push(...inbox);
 
       let response: ModelResponse;
       try {
@@ -273,29 +280,39 @@ export class Agent {
       messages: state.messages.length,
       tools: tools.length,
     });
-    const response = await callModel(
-      this.#config.model,
-      {
-        messages: state.messages,
-        ...(tools.length > 0 ? { tools } : {}),
-        caller: { name: this.name, role: this.#config.role },
-      },
-      {
-        stream: this.#config.stream ?? true,
-        signal: state.signal,
-        onDelta: (delta) => this.#emit({ type: 'model.delta', kind: delta.kind, text: delta.text }),
-      },
-    );
-    this.#emit({
-      type: 'model.response',
-      content: response.content,
-      toolCalls: response.toolCalls,
-      ...(response.thinking === undefined ? {} : { thinking: response.thinking }),
-      usage: response.usage,
-      stopReason: response.stopReason,
+    const request: ModelRequest =
+      tools.length > 0
+        ? { messages: state.messages, tools, caller: { name: this.name, role: this.#config.role } }
+        : { messages: state.messages, caller: { name: this.name, role: this.#config.role } };
+    const response = await callModel(this.#config.model, request, {
+      stream: this.#config.stream ?? true,
+      signal: state.signal,
+      onDelta: this.#onDelta,
     });
+    this.#emit(
+      response.thinking === undefined
+        ? {
+            type: 'model.response',
+            content: response.content,
+            toolCalls: response.toolCalls,
+            usage: response.usage,
+            stopReason: response.stopReason,
+          }
+        : {
+            type: 'model.response',
+            content: response.content,
+            toolCalls: response.toolCalls,
+            thinking: response.thinking,
+            usage: response.usage,
+            stopReason: response.stopReason,
+          },
+    );
     return response;
   }
+
+  readonly #onDelta = (delta: Delta): void => {
+    this.#emit({ type: 'model.delta', kind: delta.kind, text: delta.text });
+  };
 
   // Returns true when the hard limit is reached.
   #recordUsage(state: RunState, usage: Usage): boolean {
@@ -344,21 +361,38 @@ export class Agent {
       toolCalls.map(async (call) => {
         const started = performance.now();
         const result = await this.#tools.call(call, context);
-        this.#emit({
-          type: 'tool.result',
-          callId: call.id,
-          name: call.name,
-          ok: result.ok,
-          content: result.content,
-          ...(result.ok ? {} : { error: result.error }),
-          durationMs: Math.max(0, performance.now() - started),
-        });
-        this.#hook('onToolResult', () => this.onToolResult?.(call.name, call.arguments, result));
-        this.#hook('onToolCall', () => this.onToolCall?.(call, result));
+        const durationMs = Math.max(0, performance.now() - started);
+        this.#emit(
+          result.ok
+            ? {
+                type: 'tool.result',
+                callId: call.id,
+                name: call.name,
+                ok: result.ok,
+                content: result.content,
+                durationMs,
+              }
+            : {
+                type: 'tool.result',
+                callId: call.id,
+                name: call.name,
+                ok: result.ok,
+                content: result.content,
+                error: result.error,
+                durationMs,
+              },
+        );
+        if (this.onToolResult !== undefined) {
+          this.#hook('onToolResult', () => this.onToolResult?.(call.name, call.arguments, result));
+        }
+        if (this.onToolCall !== undefined) {
+          this.#hook('onToolCall', () => this.onToolCall?.(call, result));
+        }
         return result;
       }),
     );
-    toolCalls.forEach((call, position) => {
+    for (let position = 0; position < toolCalls.length; position += 1) {
+      const call = toolCalls[position] as ToolCall;
       const result = results[position] as ToolResult;
       const message: ToolMessage = {
         role: 'tool',
@@ -368,7 +402,7 @@ export class Agent {
       };
       if (!result.ok) message.isError = true;
       state.messages.push(message);
-    });
+    }
   }
 
   async #maybeCompress(state: RunState): Promise<void> {
@@ -438,26 +472,31 @@ export class Agent {
   }
 
   #emit(payload: EventPayload): void {
-    const { runId, agentId } = this;
     const { parentId, role } = this.#config;
-    const event = {
+    // Built up in the envelope's key order (v, ts, runId, agentId, parentId,
+    // role, then the payload's own keys), without a temporary per optional key.
+    const event: Record<string, unknown> = {
       v: 1,
       ts: Date.now(),
-      runId,
-      agentId,
-      ...(parentId === undefined ? {} : { parentId }),
-      ...(role === undefined ? {} : { role }),
-      ...payload,
-    } as UnsequencedEvent;
-    this.#config.events?.emit(event);
+      runId: this.runId,
+      agentId: this.agentId,
+    };
+    if (parentId !== undefined) event['parentId'] = parentId;
+    if (role !== undefined) event['role'] = role;
+    Object.assign(event, payload);
+    const sequenced = event as unknown as UnsequencedEvent;
+    this.#config.events?.emit(sequenced);
     if (payload.type === 'callback.error') return;
-    this.#hook('onEvent', () => this.onEvent?.(event));
+    // A hook is wrapped (and its closure made) only when it is set.
+    if (this.onEvent !== undefined) this.#hook('onEvent', () => this.onEvent?.(sequenced));
     if (payload.type === 'model.response') {
-      this.#hook('onThink', () =>
-        this.onThink?.(payload.content, payload.toolCalls, payload.thinking),
-      );
+      if (this.onThink !== undefined) {
+        this.#hook('onThink', () =>
+          this.onThink?.(payload.content, payload.toolCalls, payload.thinking),
+        );
+      }
     } else if (payload.type === 'step') {
-      this.#hook('onStep', () => this.onStep?.(payload.step));
+      if (this.onStep !== undefined) this.#hook('onStep', () => this.onStep?.(payload.step));
     }
   }
 

@@ -25,17 +25,8 @@ export class TokenBudget {
 
   constructor(limits: TokenBudgetLimits = {}) {
     const { softTokens, hardTokens } = limits;
-    for (const [name, value] of [
-      ['softTokens', softTokens],
-      ['hardTokens', hardTokens],
-    ] as const) {
-      if (value !== undefined && (!Number.isFinite(value) || value <= 0)) {
-        throw new TroupeError(
-          'usage.invalid_option',
-          `budget.${name} must be a positive number of tokens, got ${value}.`,
-        );
-      }
-    }
+    checkLimit('softTokens', softTokens);
+    checkLimit('hardTokens', hardTokens);
     this.soft = softTokens;
     this.hard = hardTokens;
   }
@@ -64,5 +55,14 @@ export class TokenBudget {
       return 'warning';
     }
     return 'ok';
+  }
+}
+
+function checkLimit(name: string, value: number | undefined): void {
+  if (value !== undefined && (!Number.isFinite(value) || value <= 0)) {
+    throw new TroupeError(
+      'usage.invalid_option',
+      `budget.${name} must be a positive number of tokens, got ${value}.`,
+    );
   }
 }

@@ -1,4 +1,4 @@
-import type { AssistantMessage, Message, ToolCall } from '../model/types.js';
+import type { AssistantMessage, Message } from '../model/types.js';
 
 /** How an agent compresses its history when it grows too long. */
 export interface CompressionOptions {
@@ -95,10 +95,20 @@ export function transcript(messages: readonly Message[]): string {
  */
 export function closePendingToolCalls(messages: readonly Message[], reason: string): Message[] {
   const out: Message[] = [];
-  let pending: ToolCall[] = [];
-  // Synthetic results go after the results that did arrive, before the next turn.
-  const answerPending = (): void => {
-    for (const call of pending) {
+  for (let index = 0; index < messages.length; ) {
+    const message = messages[index] as Message;
+    out.push(message);
+    index += 1;
+    if (message.role !== 'assistant' || message.toolCalls === undefined) continue;
+    // The results that arrived follow the assistant message; synthetic ones go
+    // after them, before the next turn.
+    const first = index;
+    while (index < messages.length && (messages[index] as Message).role === 'tool') {
+      out.push(messages[index] as Message);
+      index += 1;
+    }
+    for (const call of message.toolCalls) {
+      if (answered(messages, first, index, call.id)) continue;
       out.push({
         role: 'tool',
         toolCallId: call.id,
@@ -107,20 +117,16 @@ export function closePendingToolCalls(messages: readonly Message[], reason: stri
         isError: true,
       });
     }
-    pending = [];
-  };
-  for (const message of messages) {
-    if (message.role === 'tool') {
-      pending = pending.filter((call) => call.id !== message.toolCallId);
-      out.push(message);
-      continue;
-    }
-    answerPending();
-    out.push(message);
-    if (message.role === 'assistant') pending = [...(message.toolCalls ?? [])];
   }
-  answerPending();
   return out;
+}
+
+function answered(messages: readonly Message[], from: number, to: number, id: string): boolean {
+  for (let index = from; index < to; index += 1) {
+    const message = messages[index] as Message;
+    if (message.role === 'tool' && message.toolCallId === id) return true;
+  }
+  return false;
 }
 
 /** The last assistant message's text, or '' when there is none. */

@@ -68,8 +68,10 @@ export const DEFAULT_NUDGE =
 
 /** One line describing a turn's tool calls, for `step` events. */
 export function describeToolCalls(toolCalls: readonly ToolCall[]): string {
-  return truncateEnd(
-    toolCalls.map((call) => `${call.name}(${truncateEnd(call.raw, 80)})`).join(', '),
-    300,
-  );
+  let line = '';
+  for (let index = 0; index < toolCalls.length; index += 1) {
+    const call = toolCalls[index] as ToolCall;
+    line += `${index > 0 ? ', ' : ''}${call.name}(${truncateEnd(call.raw, 80)})`;
+  }
+  return truncateEnd(line, 300);
 }

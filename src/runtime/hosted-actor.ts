@@ -39,6 +39,8 @@ export interface HostedActorOptions {
   env?: NodeJS.ProcessEnv | undefined;
 }
 
+const NO_MESSAGES: readonly Message[] = Object.freeze([]);
+
 interface InboxItem {
   message: Message;
   messageId?: string | undefined;
@@ -165,8 +167,9 @@ export class HostedActor {
   }
 
   // Moves inbox items into the history: reports reads and emits message.received.
-  #take(limit = Number.POSITIVE_INFINITY): Message[] {
-    if (this.#inbox.length === 0) return [];
+  #take(limit = Number.POSITIVE_INFINITY): readonly Message[] {
+    // Asked before every model call; the inbox is almost always empty.
+    if (this.#inbox.length === 0) return NO_MESSAGES;
     const items = this.#inbox.splice(0, limit);
     let counted = 0;
     for (const item of items) {
@@ -218,15 +221,15 @@ export class HostedActor {
 
   #emit(payload: EventPayload): void {
     const { start, config } = this.#options;
-    this.#options.emit({
+    const event: Record<string, unknown> = {
       v: 1,
       ts: Date.now(),
       runId: config.runId,
       agentId: this.id,
-      ...(start.parentId === undefined ? {} : { parentId: start.parentId }),
-      role: this.#role.name,
-      ...payload,
-    } as UnsequencedEvent);
+    };
+    if (start.parentId !== undefined) event['parentId'] = start.parentId;
+    event['role'] = this.#role.name;
+    this.#options.emit(Object.assign(event, payload) as unknown as UnsequencedEvent);
   }
 }
 
