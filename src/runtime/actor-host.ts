@@ -70,7 +70,8 @@ export class ActorHost {
     this.#env = config.env === undefined ? undefined : { ...config.env };
     this.#out = new Batcher((items) => port.postMessage(items));
     // Posted at once, not batched: an actor that blocks the thread from its
-    // first turn must not keep the supervisor from knowing which thread to stop.
+    // first turn must not hide that the thread started (a thread that dies
+    // before it says so counts as one that cannot start).
     const ready: WorkerWireItem = { type: 'host.ready', threadId: options.threadId ?? 0 };
     port.postMessage([ready]);
   }

@@ -4,7 +4,10 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ModelSpec } from '../../src/model/model.js';
 import { defineRole } from '../../src/roles/role.js';
-import { closeRuntimes, expectWellFormed, makeRuntime } from './helpers.js';
+import type { MainToWorkerInput } from '../../src/runtime/protocol.js';
+import type { Transport } from '../../src/runtime/transport.js';
+import { LocalTransport } from '../../src/runtime/transports/local.js';
+import { closeRuntimes, expectWellFormed, FAULT_TOOLS, makeRuntime } from './helpers.js';
 
 const workspaces: string[] = [];
 afterEach(async () => {
@@ -114,6 +117,54 @@ describe('Runtime faults', () => {
     expect(retried).toHaveLength(2);
     expect(bad?.error?.message).toContain('its thread was stopped');
     expect(siblings.every((result) => result?.status === 'completed')).toBe(true);
+    expectWellFormed(events);
+  });
+
+  it('stops the thread of an actor that blocks it from its start, even before the thread reported ready', async () => {
+    // The local transport, watched: the test learns when the actor's start
+    // went out, so it can order its cancel behind it on the port.
+    const local = new LocalTransport({
+      threads: 1,
+      config: {
+        runId: 'faults-early-stop',
+        workspace: process.cwd(),
+        grants: ['read'],
+        toolModules: [FAULT_TOOLS],
+        hasApprove: false,
+      },
+    });
+    let started: () => void = () => {};
+    const start = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    const transport: Transport = {
+      start: (handlers) => local.start(handlers),
+      hosts: () => local.hosts(),
+      send: (hostId: number, item: MainToWorkerInput) => {
+        local.send(hostId, item);
+        if (item.type === 'actor.start') started();
+      },
+      terminate: (hostId, reason) => local.terminate(hostId, reason),
+      close: (graceMs) => local.close(graceMs),
+    };
+    const { runtime, events } = makeRuntime({
+      runId: 'faults-early-stop',
+      roles: [faulty('spin_forever')],
+      model: script('spin_forever'),
+      transport,
+      // The grace period ends long before a thread can boot: the thread is
+      // stopped while the main thread has not heard its host.ready yet.
+      cancelGraceMs: 0,
+    });
+    const ref = runtime.spawn('faulty', 'misbehave');
+    await start;
+    // The start's batch goes out at the end of its turn; the cancel follows in
+    // a later message, which the actor never reads: it blocks its thread first.
+    await new Promise((resolve) => setImmediate(resolve));
+    ref.cancel('a test cancelled it');
+    const result = await ref.result;
+    expect(result).toMatchObject({ status: 'cancelled', error: { code: 'cancelled' } });
+    expect(result.error?.message).toContain('its thread was stopped');
     expectWellFormed(events);
   });
 

@@ -31,7 +31,8 @@ interface LocalHost {
   id: number;
   port: MessagePort;
   batcher: Batcher<MainToWorkerInput>;
-  threadId: number | undefined;
+  // Aborting the host task stops its thread (or drops the task while it still waits for one).
+  stop: AbortController;
   alive: boolean;
   ready: boolean;
   done: Promise<unknown>;
@@ -57,8 +58,9 @@ export function agentWorkerUrl(): URL {
  * owns a private MessagePort (transferred at start): every protocol item in
  * both directions goes over it, batched per event-loop turn, so ordering per
  * host is the port's FIFO order. `atomics: 'disabled'` keeps an idle
- * thread's event loop running between messages; piscina's abort signal is
- * never used, because aborting a task kills its whole thread.
+ * thread's event loop running between messages. Actors are cancelled
+ * cooperatively over the port; piscina's abort signal is used only to stop a
+ * whole host (`terminate`), which is exactly what aborting its task does.
  */
 export class LocalTransport implements Transport {
   readonly #options: LocalTransportOptions;
@@ -116,10 +118,14 @@ export class LocalTransport implements Transport {
   terminate(hostId: number, reason: string): void {
     const host = this.#hosts.get(hostId);
     if (host === undefined || !host.alive) return;
+    if (host.stopReason !== undefined) return;
     host.stopReason = reason;
-    const worker = this.#pool?.threads.find((thread) => thread.threadId === host.threadId);
-    // The host's task then fails, which reports hostDown like any crash.
-    if (worker !== undefined) void worker.terminate();
+    // Not by thread id: a host that has not said host.ready yet (its thread
+    // still booting, or its task still queued) has none we know, and its
+    // actor may block the thread the moment it starts. piscina knows where
+    // the task runs: it stops that thread, or drops the task from its queue,
+    // and the task's rejection reports hostDown like any crash.
+    host.stop.abort(reason);
   }
 
   async close(graceMs: number): Promise<void> {
@@ -153,15 +159,16 @@ export class LocalTransport implements Transport {
     const id = this.#nextHostId;
     this.#nextHostId += 1;
     const task: HostTask = { hostId: id, port: port2 };
+    const stop = new AbortController();
     const host: LocalHost = {
       id,
       port: port1,
       // Small batches to the host: it starts building actors while the main thread still spawns.
       batcher: new Batcher((items) => port1.postMessage(items), 16),
-      threadId: undefined,
+      stop,
       alive: true,
       ready: false,
-      done: pool.run(task, { transferList: [port2] }),
+      done: pool.run(task, { transferList: [port2], signal: stop.signal }),
       stopReason: undefined,
     };
     this.#hosts.set(id, host);
@@ -185,7 +192,6 @@ export class LocalTransport implements Transport {
     }
     for (const item of items) {
       if (item.type === 'host.ready') {
-        host.threadId = item.threadId;
         host.ready = true;
         this.#bootFailures = 0;
       }
@@ -213,7 +219,8 @@ export class LocalTransport implements Transport {
     const handlers = this.#handlers;
     if (handlers === undefined) return;
     handlers.hostDown(host.id, error);
-    if (!host.ready) this.#bootFailures += 1;
+    // A host stopped on purpose before it was ready says nothing about whether threads can start.
+    if (!host.ready && host.stopReason === undefined) this.#bootFailures += 1;
     if (this.#bootFailures >= MAX_BOOT_FAILURES) {
       if (this.hosts().length === 0) {
         handlers.error(

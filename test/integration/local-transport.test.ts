@@ -1,0 +1,86 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { TroupeError } from '../../src/errors.js';
+import type { WorkerToMain } from '../../src/runtime/protocol.js';
+import type { TransportHandlers } from '../../src/runtime/transport.js';
+import { LocalTransport } from '../../src/runtime/transports/local.js';
+
+const open: LocalTransport[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((transport) => transport.close(1000)));
+});
+
+type Heard =
+  | { kind: 'up'; hostId: number }
+  | { kind: 'ready'; hostId: number }
+  | { kind: 'down'; hostId: number; error: TroupeError };
+
+/** A one-thread transport and what its handlers heard, in order; `next` waits for the next match. */
+function startTransport() {
+  const transport = new LocalTransport({
+    threads: 1,
+    config: {
+      runId: 'r',
+      workspace: process.cwd(),
+      grants: [],
+      toolModules: [],
+      hasApprove: false,
+    },
+  });
+  open.push(transport);
+  const heard: Heard[] = [];
+  const waiters: { match: (entry: Heard) => boolean; resolve: (entry: Heard) => void }[] = [];
+  const hear = (entry: Heard): void => {
+    heard.push(entry);
+    for (const waiter of waiters.splice(0)) {
+      if (waiter.match(entry)) waiter.resolve(entry);
+      else waiters.push(waiter);
+    }
+  };
+  const handlers: TransportHandlers = {
+    items: (hostId: number, items: WorkerToMain[]) => {
+      if (items.some((item) => item.type === 'host.ready')) hear({ kind: 'ready', hostId });
+    },
+    hostDown: (hostId, error) => hear({ kind: 'down', hostId, error }),
+    hostUp: (hostId) => hear({ kind: 'up', hostId }),
+    error: () => {},
+  };
+  const next = (match: (entry: Heard) => boolean): Promise<Heard> => {
+    const seen = heard.find(match);
+    if (seen !== undefined) return Promise.resolve(seen);
+    return new Promise((resolve) => waiters.push({ match, resolve }));
+  };
+  transport.start(handlers);
+  return { transport, heard, next };
+}
+
+describe('LocalTransport', () => {
+  it('stops a host told to terminate before its thread reported ready, and replaces it', async () => {
+    const { transport, next } = startTransport();
+    const [first] = transport.hosts();
+    expect(first).toBeDefined();
+    const hostId = first as number;
+    // Synchronously after start: the main thread cannot have read host.ready
+    // yet, so the transport does not know the host's thread. An actor placed
+    // there may block that thread as soon as it starts; it must still stop.
+    transport.terminate(hostId, 'a test stopped it');
+    const fate = await next((entry) => entry.hostId === hostId && entry.kind !== 'up');
+    expect(fate.kind).toBe('down');
+    expect(fate.kind === 'down' && fate.error).toMatchObject({
+      code: 'runtime.worker_exit',
+      message: expect.stringContaining('terminated: a test stopped it'),
+    });
+    // The pool replaces the thread and the replacement host comes up and says ready.
+    const replacement = await next((entry) => entry.kind === 'up' && entry.hostId !== hostId);
+    await next((entry) => entry.kind === 'ready' && entry.hostId === replacement.hostId);
+    expect(transport.hosts()).toEqual([replacement.hostId]);
+  });
+
+  it('stops a ready host when told to terminate it', async () => {
+    const { transport, next } = startTransport();
+    const hostId = transport.hosts()[0] as number;
+    await next((entry) => entry.kind === 'ready' && entry.hostId === hostId);
+    transport.terminate(hostId, 'a test stopped it');
+    const fate = await next((entry) => entry.kind === 'down' && entry.hostId === hostId);
+    expect(fate.kind === 'down' && fate.error.message).toContain('terminated: a test stopped it');
+  });
+});
