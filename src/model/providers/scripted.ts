@@ -48,29 +48,28 @@ export class ScriptedModel implements Model {
     this.spec = { provider: 'scripted', script };
   }
 
-  async complete(request: ModelRequest, options: ModelCallOptions = {}): Promise<ModelResponse> {
-    return (await this.#answer(request, options)).response;
+  complete(request: ModelRequest, options: ModelCallOptions = {}): Promise<ModelResponse> {
+    return this.#answer(request, options).then(responseOf);
   }
 
-  async #answer(request: ModelRequest, options: ModelCallOptions): Promise<Answer> {
-    const callNumber = this.calls.length + 1;
-    const index = this.#pick(request, callNumber);
-    this.calls.push({ call: callNumber, request: snapshot(request), stepIndex: index });
-    const step = this.#script.steps[index] as ParsedScriptStep;
-    if (!step.repeat) this.#used[index] = true;
-
-    if (step.cpuMs !== undefined && step.cpuMs > 0) busyWait(step.cpuMs);
-    await delay(step.latencyMs ?? this.#script.defaultLatencyMs, options.signal);
-    if (step.error !== undefined) {
-      throw new TroupeError(step.error.code, step.error.message, {
-        details: {
-          provider: 'scripted',
-          ...(step.error.status === undefined ? {} : { status: step.error.status }),
-        },
-      });
+  // A promise chain rather than an async function: thousands of calls wait
+  // here at once, and a suspended async frame is the larger thing to keep.
+  #answer(request: ModelRequest, options: ModelCallOptions): Promise<Answer> {
+    let callNumber: number;
+    let step: ParsedScriptStep;
+    try {
+      callNumber = this.calls.length + 1;
+      const index = this.#pick(request, callNumber);
+      this.calls.push({ call: callNumber, request: snapshot(request), stepIndex: index });
+      step = this.#script.steps[index] as ParsedScriptStep;
+      if (!step.repeat) this.#used[index] = true;
+      if (step.cpuMs !== undefined && step.cpuMs > 0) busyWait(step.cpuMs);
+    } catch (error) {
+      return Promise.reject(error);
     }
-    const prepared = prepare(step);
-    return { response: buildResponse(step, prepared, callNumber), prepared };
+    return delay(step.latencyMs ?? this.#script.defaultLatencyMs, options.signal).then(() =>
+      reply(step, callNumber),
+    );
   }
 
   /**
@@ -232,6 +231,24 @@ function buildResponse(
   return response;
 }
 
+// The answer to one call once its latency has passed: the step's error, or its reply.
+function reply(step: ParsedScriptStep, callNumber: number): Answer {
+  if (step.error !== undefined) {
+    throw new TroupeError(step.error.code, step.error.message, {
+      details: {
+        provider: 'scripted',
+        ...(step.error.status === undefined ? {} : { status: step.error.status }),
+      },
+    });
+  }
+  const prepared = prepare(step);
+  return { response: buildResponse(step, prepared, callNumber), prepared };
+}
+
+function responseOf(answer: Answer): ModelResponse {
+  return answer.response;
+}
+
 function parseOrRaw(raw: string): unknown {
   try {
     return JSON.parse(raw);
@@ -280,22 +297,27 @@ class ScriptedStream implements AsyncIterableIterator<ModelStreamPart> {
     return this;
   }
 
-  async next(): Promise<IteratorResult<ModelStreamPart, undefined>> {
+  next(): Promise<IteratorResult<ModelStreamPart, undefined>> {
     const start = this.#start;
-    if (start !== undefined) {
-      this.#start = undefined;
-      this.#parts = streamParts(await start());
-    }
+    if (start === undefined) return Promise.resolve(this.#take());
+    this.#start = undefined;
+    return start().then((answer) => {
+      this.#parts = streamParts(answer);
+      return this.#take();
+    });
+  }
+
+  return(): Promise<IteratorResult<ModelStreamPart, undefined>> {
+    this.#start = undefined;
+    this.#next = this.#parts.length;
+    return Promise.resolve({ done: true, value: undefined });
+  }
+
+  #take(): IteratorResult<ModelStreamPart, undefined> {
     const part = this.#parts[this.#next];
     if (part === undefined) return { done: true, value: undefined };
     this.#next += 1;
     return { done: false, value: part };
-  }
-
-  async return(): Promise<IteratorResult<ModelStreamPart, undefined>> {
-    this.#start = undefined;
-    this.#next = this.#parts.length;
-    return { done: true, value: undefined };
   }
 }
 
