@@ -100,7 +100,7 @@ export class HostLink {
     let problem = 'its envelope is malformed';
     if (looksLikeEvent(event, runId)) {
       try {
-        bus.publish(event);
+        bus.adopt(event);
         return;
       } catch (error) {
         problem = errorMessage(error);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { EventBus, waitForEvent } from '../../src/events/bus.js';
-import type { UnsequencedEvent } from '../../src/events/schema.js';
+import type { AgentEvent, UnsequencedEvent } from '../../src/events/schema.js';
 
 function progress(note: string, agentId = 'a'): UnsequencedEvent {
   return { v: 1, ts: 1, runId: 'r', agentId, type: 'agent.progress', note };
@@ -89,5 +89,32 @@ describe('EventBus ordering', () => {
     bus.onAny((event) => seen.push(event.seq));
     bus.publish(progress('first'));
     expect(seen).toEqual([0, 1]);
+  });
+
+  it('stamps an adopted event itself, in the same seq order as published ones', () => {
+    const bus = new EventBus({ validate: false });
+    const seen: AgentEvent[] = [];
+    bus.onAny((event) => seen.push(event));
+    const handedOver = progress('adopted');
+    bus.publish(progress('published'));
+    const stamped = bus.adopt(handedOver);
+    expect(stamped).toBe(handedOver);
+    expect(seen.map((event) => [event.seq, event.type === 'agent.progress' && event.note])).toEqual(
+      [
+        [0, 'published'],
+        [1, 'adopted'],
+      ],
+    );
+    expect(Object.keys(stamped).at(-1)).toBe('seq');
+  });
+
+  it('validates and copies an adopted event when the bus validates', () => {
+    const bus = new EventBus();
+    const handedOver = progress('checked');
+    const stamped = bus.adopt(handedOver);
+    expect(stamped).not.toBe(handedOver);
+    expect(stamped).toMatchObject({ seq: 0, note: 'checked' });
+    expect(() => bus.adopt({ ...progress('x'), note: 5 } as unknown as UnsequencedEvent)).toThrow();
+    expect(bus.nextSeq).toBe(1);
   });
 });
