@@ -240,7 +240,8 @@ export class Agent {
 
       let response: ModelResponse;
       try {
-        await this.#maybeCompress(state);
+        // Without compression there is nothing to wait for (and no promise to make).
+        if (this.#config.compression !== undefined) await this.#maybeCompress(state);
         response = await this.#callModel(state, index);
       } catch (error) {
         if (signal.aborted || isTroupeError(error, 'cancelled')) {

@@ -60,7 +60,8 @@ export class HostedActor {
   readonly #options: HostedActorOptions;
   readonly #controller = new AbortController();
   readonly #inbox: InboxItem[] = [];
-  readonly #open: Set<string>;
+  // The subscribed channels still open; none (no Set) for the many actors that subscribe to nothing.
+  readonly #open: Set<string> | undefined;
   readonly #role: RoleSpec;
   #wake: (() => void) | undefined;
   #cancelReason = '';
@@ -69,7 +70,7 @@ export class HostedActor {
     this.#options = options;
     this.id = options.start.actorId;
     this.#role = options.role;
-    this.#open = new Set(options.role.subscribes);
+    this.#open = options.role.subscribes.length > 0 ? new Set(options.role.subscribes) : undefined;
   }
 
   /** A message for the actor (a channel message or a steering message from its parent). */
@@ -86,7 +87,7 @@ export class HostedActor {
 
   /** The last publisher of `channel` is gone: queue the one close notice, behind every message. */
   closeChannel(channel: string): void {
-    if (!this.#open.delete(channel)) return;
+    if (this.#open?.delete(channel) !== true) return;
     this.#inbox.push({
       message: { role: 'user', content: formatChannelClosed(channel) },
       counted: false,
@@ -146,7 +147,7 @@ export class HostedActor {
 
   // More is coming while the inbox holds something or a subscribed channel is still open.
   #expectsMore(): boolean {
-    return this.#inbox.length > 0 || this.#open.size > 0;
+    return this.#inbox.length > 0 || (this.#open !== undefined && this.#open.size > 0);
   }
 
   async #nextMessage(): Promise<Message | undefined> {
@@ -210,11 +211,11 @@ export class HostedActor {
       maxSteps: role.maxSteps,
       events: { emit: (event) => this.#options.emit(event) },
       runId: config.runId,
-      ...(start.parentId === undefined ? {} : { parentId: start.parentId }),
+      parentId: start.parentId,
       role: role.name,
       toolContext,
-      ...(role.budget === undefined ? {} : { budget: role.budget }),
-      ...(role.stream === undefined ? {} : { stream: role.stream }),
+      budget: role.budget,
+      stream: role.stream,
       inbox: () => this.#take(),
     });
   }
