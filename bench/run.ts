@@ -20,9 +20,9 @@ import { burnTool, noopTool } from './tools.js';
  * the in-process baseline (the same Agent with Promise.all), side by side in
  * one run; plus a CPU-bound tool, spawn latency and event throughput. Every
  * case runs in a fresh process (so peak RSS is its own), three times; each
- * fan-out measures a second run after a same-size warm-up (steady state) and
- * keeps the cold first run beside it. The table shows medians and
- * bench/results/latest.json keeps them.
+ * fan-out measures the run after its same-size warm-ups (at least 2,000
+ * agents in all) and keeps the cold first run beside it. The table shows
+ * medians and bench/results/latest.json keeps them.
  */
 
 type Impl = 'troupe' | 'in-process';
@@ -113,8 +113,9 @@ async function withRuntime<T>(spec: ModelSpec, run: (runtime: Runtime) => Promis
   }
 }
 
-// Warm-up runs of the same size first, in the same process: the numbers are
-// steady state (JIT-compiled code in every thread); the cold first run is kept too.
+// Warm-up runs of the same size first, in the same process, so the measured run
+// has JIT-compiled code in every thread (V8 still optimizes through the fifth
+// run at N=1,000: see docs/PERFORMANCE.md); the cold first run is kept too.
 async function troupeFanout(n: number, script: Script): Promise<Measurement> {
   return withRuntime({ provider: 'scripted', script }, async (runtime) => {
     const once = async (): Promise<Measurement> => {
