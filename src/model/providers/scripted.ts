@@ -77,10 +77,7 @@ export class ScriptedModel implements Model {
    * its tool calls, then `finish`. Like an async generator, nothing runs
    * (the call is not made) until the first `next()`.
    */
-  stream(
-    request: ModelRequest,
-    options: ModelCallOptions = {},
-  ): AsyncIterableIterator<ModelStreamPart> {
+  stream(request: ModelRequest, options: ModelCallOptions = {}): AsyncGenerator<ModelStreamPart> {
     return new ScriptedStream(() => this.#answer(request, options));
   }
 
@@ -279,12 +276,13 @@ function streamParts(answer: Answer): ModelStreamPart[] {
 }
 
 /**
- * The scripted model's stream: an async iterator over the parts of one
- * reply. Cheaper than an async generator (no generator frame held across the
- * simulated latency, one promise per part), with the same contract: the call
- * starts on the first `next()`, a failed call rejects it, `return()` ends it.
+ * The scripted model's stream: the parts of one reply, as an async generator
+ * object written by hand. Cheaper than an `async *` function (no generator
+ * frame held across the simulated latency, one promise per part), with the
+ * same contract: the call starts on the first `next()`, a failed call
+ * rejects it, `return()` and `throw()` end it.
  */
-class ScriptedStream implements AsyncIterableIterator<ModelStreamPart> {
+class ScriptedStream implements AsyncGenerator<ModelStreamPart> {
   #start: (() => Promise<Answer>) | undefined;
   #parts: ModelStreamPart[] = [];
   #next = 0;
@@ -293,11 +291,11 @@ class ScriptedStream implements AsyncIterableIterator<ModelStreamPart> {
     this.#start = start;
   }
 
-  [Symbol.asyncIterator](): AsyncIterableIterator<ModelStreamPart> {
+  [Symbol.asyncIterator](): AsyncGenerator<ModelStreamPart> {
     return this;
   }
 
-  next(): Promise<IteratorResult<ModelStreamPart, undefined>> {
+  next(): Promise<IteratorResult<ModelStreamPart>> {
     const start = this.#start;
     if (start === undefined) return Promise.resolve(this.#take());
     this.#start = undefined;
@@ -307,13 +305,22 @@ class ScriptedStream implements AsyncIterableIterator<ModelStreamPart> {
     });
   }
 
-  return(): Promise<IteratorResult<ModelStreamPart, undefined>> {
-    this.#start = undefined;
-    this.#next = this.#parts.length;
-    return Promise.resolve({ done: true, value: undefined });
+  return(value?: unknown): Promise<IteratorResult<ModelStreamPart>> {
+    this.#end();
+    return Promise.resolve(value).then((settled) => ({ done: true, value: settled }));
   }
 
-  #take(): IteratorResult<ModelStreamPart, undefined> {
+  throw(error?: unknown): Promise<IteratorResult<ModelStreamPart>> {
+    this.#end();
+    return Promise.reject(error);
+  }
+
+  #end(): void {
+    this.#start = undefined;
+    this.#next = this.#parts.length;
+  }
+
+  #take(): IteratorResult<ModelStreamPart> {
     const part = this.#parts[this.#next];
     if (part === undefined) return { done: true, value: undefined };
     this.#next += 1;

@@ -98,6 +98,31 @@ describe('ScriptedModel', () => {
     });
   });
 
+  it('makes the call on the first next() and ends the stream when return() or throw() is called', async () => {
+    const model = new ScriptedModel({ steps: [{ content: 'a b c', repeat: true }] });
+    const stream = model.stream(user('x'));
+    expect(model.calls).toHaveLength(0);
+    expect(await stream.next()).toEqual({ done: false, value: { type: 'text-delta', text: 'a ' } });
+    expect(model.calls).toHaveLength(1);
+    expect(await stream.return(undefined)).toEqual({ done: true, value: undefined });
+    expect(await stream.next()).toEqual({ done: true, value: undefined });
+
+    const other = model.stream(user('y'));
+    await expect(other.throw(new Error('stop'))).rejects.toThrow('stop');
+    expect(await other.next()).toEqual({ done: true, value: undefined });
+    expect(model.calls).toHaveLength(1);
+  });
+
+  it('rejects next() with the call error when the step fails, then ends the stream', async () => {
+    const model = new ScriptedModel({
+      steps: [{ error: { code: 'model.server', message: 'down', status: 503 } }],
+    });
+    const stream = model.stream(user('x'));
+    const error = await stream.next().catch((e: unknown) => e);
+    expect(isTroupeError(error, 'model.server')).toBe(true);
+    expect(await stream.next()).toEqual({ done: true, value: undefined });
+  });
+
   it('is rebuilt from its serializable spec by createModel', async () => {
     const spec = structuredClone(new ScriptedModel({ steps: [{ content: 'again' }] }).spec);
     const rebuilt = createModel(spec);
