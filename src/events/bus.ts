@@ -95,6 +95,11 @@ export class EventBus implements EventSink {
     };
   }
 
+  /** Stops a listener added with `on`; the same as calling the Unsubscribe `on` returned. */
+  off<TType extends AgentEventType>(type: TType, listener: (event: EventOf<TType>) => void): void {
+    this.#emitter.off(type, listener);
+  }
+
   /** Listens to every event, in seq order. */
   onAny(listener: (event: AgentEvent) => void): Unsubscribe {
     this.#emitter.on(ANY, listener);

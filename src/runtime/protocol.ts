@@ -236,9 +236,12 @@ export function parseWorkerMessage(data: unknown): { items: WorkerToMain[]; inva
   return { items, invalid };
 }
 
+// Built once: a host parses every message the main thread sends it.
+const MainToWorkerBatchSchema = z.array(MainToWorkerSchema);
+
 /** Parses one port message from the main thread: an array of items. Throws `runtime.protocol`. */
 export function parseMainMessage(data: unknown): MainToWorker[] {
-  const parsed = z.array(MainToWorkerSchema).safeParse(data);
+  const parsed = MainToWorkerBatchSchema.safeParse(data);
   if (!parsed.success) {
     throw new TroupeError(
       'runtime.protocol',

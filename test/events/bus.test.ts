@@ -118,3 +118,16 @@ describe('EventBus ordering', () => {
     expect(bus.nextSeq).toBe(1);
   });
 });
+
+describe('EventBus.off', () => {
+  it('stops a listener added with on', () => {
+    const bus = new EventBus();
+    const notes: string[] = [];
+    const listener = (event: { note: string }) => notes.push(event.note);
+    bus.on('agent.progress', listener);
+    bus.publish(progress('one'));
+    bus.off('agent.progress', listener);
+    bus.publish(progress('two'));
+    expect(notes).toEqual(['one']);
+  });
+});
