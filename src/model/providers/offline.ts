@@ -1,4 +1,4 @@
-import { TroupeError } from '../../errors.js';
+import { sleep } from '../../util/abort.js';
 import type { Model, ModelSpec } from '../model.js';
 import type {
   ModelCallOptions,
@@ -46,7 +46,7 @@ export class OfflineModel implements Model {
   }
 
   async complete(request: ModelRequest, options: ModelCallOptions = {}): Promise<ModelResponse> {
-    await pause(this.#delayMs, options.signal);
+    await sleep(this.#delayMs, options.signal);
     return toResponse(decideOffline(request), request);
   }
 
@@ -113,24 +113,4 @@ function toResponse(decision: Decision, request: ModelRequest): ModelResponse {
   };
   if (decision.thinking !== undefined) response.thinking = decision.thinking;
   return response;
-}
-
-function pause(milliseconds: number, signal: AbortSignal | undefined): Promise<void> {
-  if (signal?.aborted) return Promise.reject(cancelled(signal));
-  if (milliseconds <= 0) return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, milliseconds);
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(cancelled(signal));
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
-function cancelled(signal: AbortSignal | undefined): TroupeError {
-  return new TroupeError('cancelled', 'The model call was cancelled.', { cause: signal?.reason });
 }

@@ -1,4 +1,5 @@
 import { TroupeError } from '../../errors.js';
+import { sleep } from '../../util/abort.js';
 import type { Model, ModelSpec } from '../model.js';
 import {
   type ParsedScript,
@@ -67,7 +68,7 @@ export class ScriptedModel implements Model {
     } catch (error) {
       return Promise.reject(error);
     }
-    return delay(step.latencyMs ?? this.#script.defaultLatencyMs, options.signal).then(() =>
+    return sleep(step.latencyMs ?? this.#script.defaultLatencyMs, options.signal).then(() =>
       reply(step, callNumber),
     );
   }
@@ -337,26 +338,4 @@ function busyWait(milliseconds: number): void {
   while (performance.now() < end) {
     // Spin: this simulates a model adapter doing CPU work on the thread.
   }
-}
-
-const ONCE = { once: true } as const;
-
-function delay(milliseconds: number, signal: AbortSignal | undefined): Promise<void> {
-  if (signal?.aborted) return Promise.reject(abortError(signal));
-  if (milliseconds <= 0) return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, milliseconds);
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(abortError(signal));
-    };
-    signal?.addEventListener('abort', onAbort, ONCE);
-  });
-}
-
-function abortError(signal: AbortSignal | undefined): TroupeError {
-  return new TroupeError('cancelled', 'The model call was cancelled.', { cause: signal?.reason });
 }
