@@ -104,6 +104,25 @@ describe('troupe run --prices', () => {
     expect(io.stderr.text).not.toContain('WARNING');
   });
 
+  it('shows the same cost when a saved trace is replayed with --prices', async () => {
+    const out = outDir();
+    const file = pricesFile('{ "offline": { "inputPerMTok": 3, "outputPerMTok": 15 } }');
+    const live = fakeIo();
+    const run = argv('run', TASK, '--provider', 'offline', '--workspace', corpus, '--out', out);
+    expect(await runCli([...run, '--threads', '1', '--quiet', '--prices', file], live)).toBe(0);
+    const runId = /Run (\S+) completed/.exec(live.stdout.text)?.[1] ?? '';
+    const cost = /· (\$\d+\.\d{4})\n/.exec(live.stdout.text)?.[1];
+    expect(cost).toBeDefined();
+
+    const replay = fakeIo();
+    expect(await runCli(argv('trace', runId, '--out', out, '--prices', file), replay)).toBe(0);
+    expect(replay.stdout.text).toContain(`· ${cost}`);
+
+    const bad = fakeIo();
+    expect(await runCli(argv('trace', runId, '--out', out, '--prices', 'nope.json'), bad)).toBe(2);
+    expect(bad.stderr.text).toMatch(/--prices nope\.json: no such file/);
+  });
+
   it('prices by the model name the runtime uses, from the spawned model label', () => {
     expect(priceKey('anthropic/claude-sonnet-4-6')).toBe('claude-sonnet-4-6');
     expect(priceKey('openai/anthropic/claude-sonnet-4.6')).toBe('anthropic/claude-sonnet-4.6');

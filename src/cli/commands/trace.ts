@@ -12,6 +12,7 @@ import {
   exitWith,
   usageError,
 } from '../context.js';
+import { createPriceFunction, loadPriceTable } from '../prices.js';
 
 interface TraceFlags {
   out: string;
@@ -20,6 +21,7 @@ interface TraceFlags {
   type?: string[] | undefined;
   json?: boolean | undefined;
   quiet?: boolean | undefined;
+  prices?: string | undefined;
 }
 
 function collect(value: string, previous: string[] | undefined): string[] {
@@ -92,14 +94,21 @@ export function registerTraceCommand(program: Command, io: CliIo): void {
     )
     .option('--json', 'print the events as NDJSON')
     .option('--quiet', 'plain lines, no live view')
+    .option(
+      '--prices <file>',
+      'JSON price table { "<model>": { "inputPerMTok": n, "outputPerMTok": n } } (US dollars per million tokens), so the replay shows cost',
+    )
     .action(async (target: string, flags: TraceFlags) => {
       exitWith(await replay(io, target, flags));
     });
 }
 
 async function replay(io: CliIo, target: string, flags: TraceFlags): Promise<number> {
-  const path = locateTrace(io.cwd ?? process.cwd(), target, flags.out);
+  const cwd = io.cwd ?? process.cwd();
+  const path = locateTrace(cwd, target, flags.out);
   const keep = eventFilter(flags.agent, flags.type);
+  const price =
+    flags.prices === undefined ? undefined : createPriceFunction(loadPriceTable(cwd, flags.prices));
   if (flags.follow !== true) {
     if (!existsSync(path)) {
       throw usageError(
@@ -107,7 +116,9 @@ async function replay(io: CliIo, target: string, flags: TraceFlags): Promise<num
       );
     }
     const { events, invalidLines } = readTrace(path);
-    const renderer = createRenderer(chooseOutputMode(io, { json: flags.json, quiet: true }), io);
+    const renderer = createRenderer(chooseOutputMode(io, { json: flags.json, quiet: true }), io, {
+      price,
+    });
     for (const event of events) if (keep(event)) renderer.handle(event);
     renderer.finish();
     if (invalidLines.length > 0) {
@@ -117,7 +128,7 @@ async function replay(io: CliIo, target: string, flags: TraceFlags): Promise<num
     }
     return EXIT.ok;
   }
-  const renderer = createRenderer(chooseOutputMode(io, flags), io);
+  const renderer = createRenderer(chooseOutputMode(io, flags), io, { price });
   renderer.start?.();
   if (!existsSync(path)) io.stderr.write(`waiting for ${path} …\n`);
   const options = io.signal === undefined ? {} : { signal: io.signal };
