@@ -1,29 +1,30 @@
-import { availableParallelism } from 'node:os';
-import { errorMessage, type SerializedError, TroupeError } from '../errors.js';
+import { TroupeError } from '../errors.js';
 import { EventBus, type Unsubscribe } from '../events/bus.js';
 import type { EventPayload, EventSink, UnsequencedEvent } from '../events/schema.js';
-import { describeModel, type ModelSpec } from '../model/model.js';
-import { builtinRoles } from '../roles/builtin.js';
-import { type AnyRole, isRole } from '../roles/role.js';
+import type { ModelSpec } from '../model/model.js';
+import type { AnyRole } from '../roles/role.js';
 import type { ApprovalRequest, PermissionTier } from '../tools/tool.js';
 import { createRunId } from '../util/ids.js';
 import { ActorRecord, type AgentRef, type SpawnOptions } from './actor.js';
-import { createAgentRef, refusedRef, reusedRef } from './actor-ref.js';
+import { createAgentRef, refusedRef } from './actor-ref.js';
 import { ActorTable } from './actor-table.js';
+import { Admission, modelName } from './admission.js';
 import { BudgetGuard } from './budget-guard.js';
 import { WorkerChildren } from './children.js';
 import { runDelegation } from './delegation.js';
 import { checkEvent } from './event-check.js';
 import { HostLink } from './host-link.js';
-import { ActorLifecycle, type StopKind } from './lifecycle.js';
+import { ActorLifecycle } from './lifecycle.js';
 import { Mailbox } from './mailbox.js';
-import { ResultStore, type ReusableResult } from './result-store.js';
+import { createPoolTransport } from './pool-transport.js';
+import { ResultStore } from './result-store.js';
+import { ResumeReplay } from './resume-replay.js';
+import { RoleRegistry } from './role-registry.js';
 import { Router } from './router.js';
 import type { RuntimeOptions } from './runtime-options.js';
 import { plainError, ToolIndex } from './runtime-support.js';
 import { Scheduler } from './scheduler.js';
 import { Supervisor } from './supervisor.js';
-import { LocalTransport } from './transports/local.js';
 import type { BudgetCrossing } from './tree-budget.js';
 import { UsageLedger, type UsageTotals } from './usage-ledger.js';
 
@@ -43,7 +44,7 @@ export class Runtime {
   readonly bus: EventBus;
   readonly runId: string;
   readonly #options: RuntimeOptions;
-  readonly #roles = new Map<string, AnyRole>();
+  readonly #roles: RoleRegistry;
   readonly #table = new ActorTable();
   readonly #router: Router;
   readonly #ledger: UsageLedger;
@@ -54,25 +55,20 @@ export class Runtime {
   readonly #link: HostLink;
   readonly #tools: ToolIndex;
   readonly #children: WorkerChildren;
+  readonly #admission: Admission;
+  readonly #resume: ResumeReplay;
   readonly #graceMs: number;
   #closed = false;
   #closing: Promise<void> | undefined;
   #fatal: TroupeError | undefined;
   #nextMessage = 1;
-  // Reused publishers replaying their messages (resume): who they are, for their events.
-  readonly #reused = new Map<string, { role: string; parentId: string | undefined }>();
-  readonly #replays = new Set<Promise<void>>();
 
   constructor(options: RuntimeOptions) {
     this.#options = options;
     // Each event is validated once where it is made (workers validate theirs); this bus only stamps seq.
     this.bus = options.bus ?? new EventBus({ validate: false });
     this.runId = options.runId ?? createRunId();
-    for (const role of [...builtinRoles(), ...(options.roles ?? [])]) {
-      if (!isRole(role))
-        throw new TroupeError('usage.invalid_role', 'roles must be made with defineRole().');
-      this.#roles.set(role.name, role);
-    }
+    this.#roles = new RoleRegistry(options.roles ?? []);
     this.#graceMs = options.cancelGraceMs ?? 5000;
     this.#ledger = new UsageLedger(options.prices);
     this.#store = options.results === undefined ? undefined : new ResultStore(options.results);
@@ -88,7 +84,7 @@ export class Runtime {
         this.#emit(from, { type: 'message.sent', channel, messageId, payload }),
     });
     this.#scheduler = new Scheduler(
-      options.transport ?? this.#localTransport(options),
+      options.transport ?? createPoolTransport(this.runId, options),
       {
         items: (hostId, items) => this.#link.items(hostId, items),
         hostDown: (hostId, error) => this.#lifecycle.hostDown(hostId, error),
@@ -111,7 +107,7 @@ export class Runtime {
     this.#children = new WorkerChildren({
       spawnBatch: (parentId, tasks) => this.spawnBatch(parentId, tasks),
       mayDelegate: (actorId) => this.#table.get(actorId)?.role.canDelegate === true,
-      roleNames: () => [...this.#roles.keys()],
+      roleNames: () => this.#roles.names(),
     });
     this.#link = new HostLink({
       bus: this.bus,
@@ -134,6 +130,24 @@ export class Runtime {
         for (const record of this.#table.live()) this.#lifecycle.cancel(record, reason, 'budget');
       },
       rootId: () => this.#table.firstRoot() ?? 'runtime',
+    });
+    this.#resume = new ResumeReplay({
+      router: this.#router,
+      emit: (agentId, payload) => this.#emit(agentId, payload),
+    });
+    this.#admission = new Admission({
+      options,
+      table: this.#table,
+      ledger: this.#ledger,
+      router: this.#router,
+      children: this.#children,
+      lifecycle: this.#lifecycle,
+      scheduler: this.#scheduler,
+      guard: this.#guard,
+      tools: this.#tools,
+      emit: (agentId, payload) => this.#emit(agentId, payload),
+      closed: () => this.#closed,
+      fatal: () => this.#fatal,
     });
     this.bus.on('model.response', (event) => {
       this.#ledger.record(event.agentId, event.usage);
@@ -170,7 +184,7 @@ export class Runtime {
 
   /** Every role this runtime knows, built-ins first. */
   get roles(): readonly AnyRole[] {
-    return [...this.#roles.values()];
+    return this.#roles.all();
   }
 
   /** The role called `name`, if known. */
@@ -226,7 +240,7 @@ export class Runtime {
    * runtime does not know.
    */
   spawn(role: string | AnyRole, task: string, options: SpawnOptions = {}): AgentRef {
-    const resolved = this.#resolveRole(role);
+    const resolved = this.#roles.resolve(role);
     const parent = options.parent === undefined ? undefined : this.#table.node(options.parent);
     const fullTask =
       options.input === undefined
@@ -236,7 +250,7 @@ export class Runtime {
     const id = this.#table.nextId(resolved.name);
     const stored = key === undefined ? undefined : this.#store?.get(key);
     // A finished result from an earlier run: no agent.spawned, no actor; what it published goes out again.
-    if (stored !== undefined) return this.#reuse(id, resolved, options.parent, stored);
+    if (stored !== undefined) return this.#resume.reuse(id, resolved, options.parent, stored);
     const record = new ActorRecord({
       id,
       role: resolved,
@@ -247,7 +261,7 @@ export class Runtime {
       mailbox: new Mailbox(id, resolved.mailbox),
     });
     record.key = key;
-    this.#admit(record, options);
+    this.#admission.admit(record, options);
     return createAgentRef(record, {
       steer: (target, message) => this.#steer(target, message),
       cancel: (target, reason) => this.#lifecycle.cancel(target, reason, 'cancelled'),
@@ -260,19 +274,11 @@ export class Runtime {
    * Unknown roles become failed results instead of throwing.
    */
   spawnBatch(parentId: string, tasks: readonly { role: string; task: string }[]): AgentRef[] {
-    const rank = (name: string): number => {
-      const role = this.#roles.get(name);
-      if (role === undefined || role.publishes.length > 0) return 0;
-      return role.subscribes.length > 0 ? 2 : 1;
-    };
-    const order = tasks
-      .map((task, index) => ({ task, index }))
-      .sort((a, b) => rank(a.task.role) - rank(b.task.role));
     const refs: AgentRef[] = new Array(tasks.length);
-    for (const { task, index } of order) {
+    for (const { task, index } of this.#roles.spawnOrder(tasks)) {
       refs[index] = this.#roles.has(task.role)
         ? this.spawn(task.role, task.task, { parent: parentId })
-        : refusedRef(task.role, this.#unknownRole(task.role));
+        : refusedRef(task.role, this.#roles.unknown(task.role));
     }
     return refs;
   }
@@ -293,10 +299,11 @@ export class Runtime {
     const live = this.#table.live();
     for (const record of live)
       this.#lifecycle.cancel(record, 'the runtime is closing', 'cancelled');
-    if (live.length > 0 || this.#replays.size > 0) {
+    const replays = this.#resume.pending();
+    if (live.length > 0 || replays.length > 0) {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
-        Promise.all([...live.map((record) => record.result), ...this.#replays]),
+        Promise.all([...live.map((record) => record.result), ...replays]),
         new Promise((resolve) => {
           timer = setTimeout(resolve, this.#graceMs * 2);
         }),
@@ -315,185 +322,6 @@ export class Runtime {
         closed,
       );
     }
-  }
-
-  #localTransport(options: RuntimeOptions): LocalTransport {
-    const threads = options.threads ?? Math.min(4, Math.max(1, availableParallelism()));
-    return new LocalTransport({
-      threads,
-      config: {
-        runId: this.runId,
-        workspace: options.workspace,
-        ...(options.outDir === undefined ? {} : { outDir: options.outDir }),
-        grants: [...options.grants],
-        toolModules: [...(options.toolModules ?? [])],
-        ...(options.env === undefined ? {} : { env: definedEnv(options.env) }),
-        hasApprove: options.approve !== undefined,
-        ...(options.unsafeNoSandbox === true ? { unsafeNoSandbox: true } : {}),
-      },
-      // A small young generation per thread: about 20 MiB less RSS per thread
-      // in the fan-out benchmark, at no measurable CPU cost (docs/PERFORMANCE.md).
-      resourceLimits: { maxYoungGenerationSizeMb: 4, ...options.threadLimits },
-    });
-  }
-
-  /**
-   * Answers a spawn from an earlier run's stored result. A publisher's stored
-   * messages are published again to the current subscribers (in order,
-   * validated as always, from its id); it counts as a live publisher until
-   * they are delivered, so the close notice comes behind them, and its
-   * result resolves then. The replay waits a turn, so the subscribers spawned
-   * in the same batch are there to receive it.
-   */
-  #reuse(
-    id: string,
-    role: AnyRole,
-    parentId: string | undefined,
-    stored: ReusableResult,
-  ): AgentRef {
-    const ref = reusedRef(id, stored.result);
-    if (stored.published.length === 0) return ref;
-    this.#reused.set(id, { role: role.name, parentId });
-    this.#router.addPublisher(id, role.publishes);
-    const replay = new Promise<void>((resolve) => setImmediate(resolve))
-      .then(() => this.#router.replay(id, stored.published))
-      .then((refused) => {
-        for (const answer of refused) {
-          this.#emit(id, {
-            type: 'callback.error',
-            callback: 'resume replay',
-            error: plainError(new TroupeError(answer.code ?? 'channel.unknown', answer.message)),
-          });
-        }
-      })
-      // Like every result, this one never rejects.
-      .catch(() => undefined)
-      .finally(() => {
-        this.#reused.delete(id);
-        this.#replays.delete(replay);
-      });
-    this.#replays.add(replay);
-    return { ...ref, result: replay.then(() => ref.result) };
-  }
-
-  #resolveRole(role: string | AnyRole): AnyRole {
-    if (typeof role !== 'string') {
-      if (!isRole(role)) {
-        throw new TroupeError(
-          'usage.invalid_role',
-          'spawn() takes a role name or a role made with defineRole().',
-        );
-      }
-      if (!this.#roles.has(role.name)) this.#roles.set(role.name, role);
-      return role;
-    }
-    const known = this.#roles.get(role);
-    if (known === undefined) throw this.#unknownRole(role);
-    return known;
-  }
-
-  #unknownRole(name: string): TroupeError {
-    return new TroupeError(
-      'usage.invalid_role',
-      `Unknown role "${name}". Known roles: ${[...this.#roles.keys()].join(', ')}.`,
-    );
-  }
-
-  #admit(record: ActorRecord, options: SpawnOptions): void {
-    const { id, role } = record;
-    this.#table.add(record);
-    this.#ledger.register(id, record.parentId, modelName(record.model));
-    this.#emit(id, {
-      type: 'agent.spawned',
-      task: record.task,
-      model: describeModel(record.model),
-      depth: record.depth,
-    });
-    this.#router.addActor(id, role.publishes, role.subscribes, record.mailbox);
-    // The sub-agents a delegating actor started are forgotten with it (they are cancelled with it).
-    if (role.canDelegate) void record.result.then(() => this.#children.forget(id));
-    const refusal = this.#refusal(record);
-    if (refusal !== undefined) {
-      this.#lifecycle.finish(
-        record,
-        refusal.status,
-        { final: '', steps: 0, stopReason: 'error' },
-        refusal.error,
-      );
-      return;
-    }
-    const timeoutMs = options.timeoutMs ?? role.timeoutMs;
-    if (timeoutMs !== undefined) {
-      record.timeout = setTimeout(
-        () => this.#stop(record, `timed out after ${timeoutMs} ms`, 'timed_out'),
-        timeoutMs,
-      );
-    }
-    const signal = options.signal;
-    if (signal !== undefined) {
-      const onAbort = (): void =>
-        this.#stop(record, `aborted (${errorMessage(signal.reason)})`, 'cancelled');
-      if (signal.aborted) {
-        onAbort();
-        return;
-      }
-      signal.addEventListener('abort', onAbort, { once: true });
-      record.detachSignal = () => signal.removeEventListener('abort', onAbort);
-    }
-    const checked = this.#tools.check(role, this.#options.grants);
-    if (checked instanceof Promise) void checked.then((error) => this.#afterCheck(record, error));
-    else this.#afterCheck(record, checked);
-  }
-
-  // A role whose tools are unknown or need an ungranted tier fails here, before it runs.
-  #afterCheck(record: ActorRecord, error: TroupeError | undefined): void {
-    if (record.state !== 'queued') return;
-    if (error === undefined) this.#scheduler.enqueue(record);
-    else
-      this.#lifecycle.finish(
-        record,
-        'failed',
-        { final: '', steps: 0, stopReason: 'error' },
-        plainError(error),
-      );
-  }
-
-  #refusal(
-    record: ActorRecord,
-  ): { status: 'failed' | 'cancelled'; error: SerializedError } | undefined {
-    const refuse = (message: string): { status: 'failed'; error: SerializedError } => ({
-      status: 'failed',
-      error: plainError(
-        new TroupeError('runtime.spawn_refused', `${record.id} was not started: ${message}.`),
-      ),
-    });
-    if (this.#closed)
-      return {
-        status: 'failed',
-        error: plainError(
-          new TroupeError('runtime.closed', `${record.id} was not started: the runtime is closed.`),
-        ),
-      };
-    if (this.#fatal !== undefined) return { status: 'failed', error: plainError(this.#fatal) };
-    const maxDepth = this.#options.maxDepth ?? 3;
-    if (record.depth > maxDepth)
-      return refuse(`delegation depth ${record.depth} is past the limit of ${maxDepth}`);
-    const exceeded = this.#guard.exceeded;
-    if (exceeded !== undefined) {
-      const error = new TroupeError(
-        'budget.exceeded',
-        `${record.id} was not started: the run's ${exceeded.metric} budget is used up.`,
-      );
-      return { status: 'cancelled', error: plainError(error) };
-    }
-    const maxQueued = this.#options.maxQueued ?? 100_000;
-    if (this.#scheduler.queued >= maxQueued)
-      return refuse(`${maxQueued} spawns already wait for a place`);
-    return undefined;
-  }
-
-  #stop(record: ActorRecord, reason: string, kind: StopKind): void {
-    this.#lifecycle.cancel(record, reason, kind);
   }
 
   #onTransportError(error: TroupeError, fatal: boolean): void {
@@ -557,7 +385,7 @@ export class Runtime {
 
   #emit(agentId: string, payload: EventPayload): void {
     const record = this.#table.get(agentId);
-    const reused = record === undefined ? this.#reused.get(agentId) : undefined;
+    const reused = record === undefined ? this.#resume.who(agentId) : undefined;
     const parentId = record?.parentId ?? reused?.parentId;
     const role = record?.role.name ?? reused?.role;
     this.events.emit({
@@ -570,14 +398,4 @@ export class Runtime {
       ...payload,
     } as UnsequencedEvent);
   }
-}
-
-function modelName(spec: ModelSpec): string {
-  return spec.provider === 'openai' || spec.provider === 'anthropic' ? spec.model : spec.provider;
-}
-
-function definedEnv(env: NodeJS.ProcessEnv): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(env)) if (value !== undefined) out[name] = value;
-  return out;
 }
