@@ -16,6 +16,7 @@ import {
   toProviderError,
 } from './provider-error.js';
 import { redactSpec } from './redact-spec.js';
+import { DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS, sdkLogLevel } from './sdk-settings.js';
 
 type AnthropicModule = typeof import('@anthropic-ai/sdk');
 
@@ -27,10 +28,6 @@ export const ANTHROPIC_DEFAULT_BASE_URL = 'https://api.anthropic.com';
 
 /** `max_tokens` when the spec sets none: this much, plus the thinking budget when thinking is on. */
 export const DEFAULT_ANTHROPIC_MAX_TOKENS = 4096;
-
-const DEFAULT_TIMEOUT_MS = 600_000;
-const DEFAULT_MAX_RETRIES = 2;
-const LOG_LEVELS = new Set(['off', 'error', 'warn', 'info', 'debug']);
 
 /**
  * Anthropic Messages through the official `@anthropic-ai/sdk`, with
@@ -135,7 +132,6 @@ export class AnthropicModel implements Model {
   #clientFor(sdk: AnthropicModule): Anthropic {
     if (this.#client !== undefined) return this.#client;
     const apiKey = readApiKey(this.#env, this.#keyEnv(), 'anthropic');
-    const logLevel = this.#env['ANTHROPIC_LOG'];
     this.#client = new sdk.Anthropic({
       apiKey,
       baseURL: this.#baseURL,
@@ -143,11 +139,7 @@ export class AnthropicModel implements Model {
       maxRetries: this.spec.maxRetries ?? DEFAULT_MAX_RETRIES,
       // Always explicit: without it the SDK refuses non-streamed calls with a large max_tokens.
       timeout: this.spec.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-      // The SDK logs to the console by default; a library must not, unless asked to.
-      logLevel:
-        logLevel !== undefined && LOG_LEVELS.has(logLevel)
-          ? (logLevel as 'off' | 'error' | 'warn' | 'info' | 'debug')
-          : 'off',
+      logLevel: sdkLogLevel(this.#env['ANTHROPIC_LOG']),
     });
     return this.#client;
   }

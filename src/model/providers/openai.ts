@@ -15,6 +15,7 @@ import {
   toProviderError,
 } from './provider-error.js';
 import { redactSpec } from './redact-spec.js';
+import { DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS, sdkLogLevel } from './sdk-settings.js';
 
 type OpenAIModule = typeof import('openai');
 
@@ -26,9 +27,6 @@ export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 
 // Sent to a custom baseURL when the key variable is unset; the SDK requires some key.
 const NO_KEY = 'no-key';
-const DEFAULT_TIMEOUT_MS = 600_000;
-const DEFAULT_MAX_RETRIES = 2;
-const LOG_LEVELS = new Set(['off', 'error', 'warn', 'info', 'debug']);
 
 /**
  * OpenAI Chat Completions through the official `openai` SDK, or any
@@ -123,7 +121,6 @@ export class OpenAIModel implements Model {
     const apiKey = this.#isOpenAIItself()
       ? readApiKey(this.#env, this.#keyEnv(), 'openai')
       : this.#env[this.#keyEnv()]?.trim() || NO_KEY;
-    const logLevel = this.#env['OPENAI_LOG'];
     this.#client = new sdk.OpenAI({
       apiKey,
       baseURL: this.#baseURL,
@@ -135,11 +132,7 @@ export class OpenAIModel implements Model {
       defaultHeaders: this.spec.headers,
       maxRetries: this.spec.maxRetries ?? DEFAULT_MAX_RETRIES,
       timeout: this.spec.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-      // The SDK logs to the console by default; a library must not, unless asked to.
-      logLevel:
-        logLevel !== undefined && LOG_LEVELS.has(logLevel)
-          ? (logLevel as 'off' | 'error' | 'warn' | 'info' | 'debug')
-          : 'off',
+      logLevel: sdkLogLevel(this.#env['OPENAI_LOG']),
     });
     return this.#client;
   }

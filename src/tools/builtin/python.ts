@@ -4,7 +4,13 @@ import type { OsSandboxOptions } from '../os-sandbox.js';
 import { resolveInScope } from '../sandbox.js';
 import { defineTool, type Tool } from '../tool.js';
 import { requireApproval } from './approval.js';
-import { describeProcessResult, type ProcessResult, prepareExec } from './run-process.js';
+import {
+  DEFAULT_EXEC_TIMEOUT_MS,
+  describeProcessResult,
+  ExecTimeoutSchema,
+  type ProcessResult,
+  prepareExec,
+} from './run-process.js';
 
 /** Options for the python tool. */
 export interface PythonToolOptions {
@@ -29,13 +35,7 @@ export const PythonInputSchema = z.object({
     .describe(
       'A Python 3 program. Print what you want to see; the working directory is the workspace.',
     ),
-  timeoutMs: z
-    .number()
-    .int()
-    .min(100)
-    .max(600_000)
-    .optional()
-    .describe('Kill the program after this many milliseconds (default 30000).'),
+  timeoutMs: ExecTimeoutSchema,
 });
 export type PythonInput = z.infer<typeof PythonInputSchema>;
 
@@ -46,7 +46,7 @@ export type PythonInput = z.infer<typeof PythonInputSchema>;
  */
 export function createPythonTool(options: PythonToolOptions = {}): Tool<PythonInput, string> {
   const interpreter = options.interpreter ?? 'python3';
-  const defaultTimeoutMs = options.defaultTimeoutMs ?? 30_000;
+  const defaultTimeoutMs = options.defaultTimeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS;
   const maxOutputBytes = options.maxOutputBytes ?? 200_000;
   return defineTool({
     name: 'python',

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
 import path from 'node:path';
+import { z } from 'zod';
 import { errorMessage, TroupeError } from '../../errors.js';
 import { bwrapArgs, type OsSandboxOptions, requireSandbox } from '../os-sandbox.js';
 import { isInside } from '../sandbox.js';
@@ -12,6 +13,18 @@ import type { ToolContext } from '../tool.js';
  * on timeout, abort or too much output, and the OS sandbox unless the
  * context opted out.
  */
+
+/** How long an exec tool lets its program run when the call names no time, in milliseconds. */
+export const DEFAULT_EXEC_TIMEOUT_MS = 30_000;
+
+/** The `timeoutMs` parameter the exec tools (shell, python) share. */
+export const ExecTimeoutSchema = z
+  .number()
+  .int()
+  .min(100)
+  .max(600_000)
+  .optional()
+  .describe(`Kill the program after this many milliseconds (default ${DEFAULT_EXEC_TIMEOUT_MS}).`);
 
 /** What to run. */
 export interface RunProcessOptions {

@@ -5,7 +5,12 @@ import type { OsSandboxOptions } from '../os-sandbox.js';
 import { resolveInScope, showPath } from '../sandbox.js';
 import { defineTool, type Tool, type ToolContext } from '../tool.js';
 import { requireApproval, showCommand } from './approval.js';
-import { describeProcessResult, prepareExec } from './run-process.js';
+import {
+  DEFAULT_EXEC_TIMEOUT_MS,
+  describeProcessResult,
+  ExecTimeoutSchema,
+  prepareExec,
+} from './run-process.js';
 import {
   checkShellCommand,
   DEFAULT_SHELL_POLICY,
@@ -48,13 +53,7 @@ export const ShellInputSchema = z.object({
     .max(4_096)
     .optional()
     .describe('Working directory relative to the workspace (default: the workspace root).'),
-  timeoutMs: z
-    .number()
-    .int()
-    .min(100)
-    .max(600_000)
-    .optional()
-    .describe('Kill the program after this many milliseconds (default 30000).'),
+  timeoutMs: ExecTimeoutSchema,
 });
 export type ShellInput = z.infer<typeof ShellInputSchema>;
 
@@ -67,7 +66,7 @@ export type ShellInput = z.infer<typeof ShellInputSchema>;
  */
 export function createShellTool(options: ShellToolOptions = {}): Tool<ShellInput, string> {
   const policy: ShellPolicy = { ...DEFAULT_SHELL_POLICY, ...options.policy };
-  const defaultTimeoutMs = options.defaultTimeoutMs ?? 30_000;
+  const defaultTimeoutMs = options.defaultTimeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS;
   const maxOutputBytes = options.maxOutputBytes ?? 200_000;
   return defineTool({
     name: 'shell',
