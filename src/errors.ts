@@ -156,3 +156,19 @@ export function errorMessage(error: unknown): string {
   if (error instanceof Error) return error.message;
   return describeThrown(error);
 }
+
+/**
+ * An error as data for results and events: code, message, details and
+ * cause, without stacks (results go to parents and models, events to
+ * traces; neither needs a stack trace).
+ */
+export function plainError(error: unknown): SerializedError {
+  return strip(serializeError(error));
+}
+
+function strip(error: SerializedError): SerializedError {
+  const out: SerializedError = { name: error.name, code: error.code, message: error.message };
+  if (error.details !== undefined) out.details = error.details;
+  if (error.cause !== undefined) out.cause = strip(error.cause);
+  return out;
+}

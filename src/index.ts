@@ -9,17 +9,6 @@ export type { BudgetState, TokenBudgetLimits } from './agent/budget.js';
 export { TokenBudget } from './agent/budget.js';
 export type { CompressionOptions } from './agent/history.js';
 export { closePendingToolCalls, estimateTokens } from './agent/history.js';
-export { JsonRenderer } from './cli/render/json.js';
-export type { LineRendererOptions } from './cli/render/lines.js';
-export { formatEventLine, LineRenderer } from './cli/render/lines.js';
-export type { LiveRendererOptions } from './cli/render/live.js';
-export { LiveRenderer } from './cli/render/live.js';
-export type { EventRenderer } from './cli/render/renderer.js';
-export type { AgentView, PriceFunction } from './cli/render/run-state.js';
-export { RunState } from './cli/render/run-state.js';
-export { summaryLines } from './cli/render/summary.js';
-export type { Palette, TerminalOutput } from './cli/terminal.js';
-export { createPalette, createTerminalOutput, FrameWriter, supportsColor } from './cli/terminal.js';
 export type { ErrorCode, SerializedError } from './errors.js';
 export {
   deserializeError,
@@ -50,6 +39,10 @@ export type {
 export { AgentEventSchema, EVENT_TYPES, parseEvent } from './events/schema.js';
 export type { TraceContents, TraceWriterOptions } from './events/trace.js';
 export { parseTrace, readTrace, TraceWriter } from './events/trace.js';
+export type { CoordinatorOptions, JobOptions, JobResult } from './job/coordinator.js';
+export { COORDINATOR_ID, createCoordinator, runJob } from './job/coordinator.js';
+export type { PipelineOptions, PipelineResult } from './job/pipeline.js';
+export { runPipeline } from './job/pipeline.js';
 export type {
   AnthropicSpec,
   Model,
@@ -81,6 +74,22 @@ export type {
   Usage,
 } from './model/types.js';
 export { addUsage, emptyUsage, MessageSchema, totalTokens } from './model/types.js';
+export { JsonRenderer } from './render/json.js';
+export type { LineRendererOptions } from './render/lines.js';
+export { formatEventLine, LineRenderer } from './render/lines.js';
+export type { LiveRendererOptions } from './render/live.js';
+export { LiveRenderer } from './render/live.js';
+export type { EventRenderer } from './render/renderer.js';
+export type { AgentView, PriceFunction } from './render/run-state.js';
+export { RunState } from './render/run-state.js';
+export { summaryLines } from './render/summary.js';
+export type { Palette, TerminalOutput } from './render/terminal.js';
+export {
+  createPalette,
+  createTerminalOutput,
+  FrameWriter,
+  supportsColor,
+} from './render/terminal.js';
 // The actor runtime, channels and roles.
 export type { Finding } from './roles/builtin.js';
 export {
@@ -91,24 +100,20 @@ export {
   reporter,
   researcher,
 } from './roles/builtin.js';
-export type { CoordinatorOptions, JobOptions, JobResult } from './roles/coordinator.js';
-export { COORDINATOR_ID, createCoordinator, runJob } from './roles/coordinator.js';
-export type { PipelineOptions, PipelineResult } from './roles/pipeline.js';
-export { runPipeline } from './roles/pipeline.js';
+export type { AnyChannel, Channel, ChannelSpec } from './roles/channel.js';
+export { defineChannel, formatChannelClosed, formatChannelMessage } from './roles/channel.js';
+export type { DelegateInput, DelegationPolicy } from './roles/delegation-tools.js';
 export type { AnyRole, RetryPolicy, Role, RoleDefinition } from './roles/role.js';
 export { DEFAULT_RETRY, defineRole, isRole } from './roles/role.js';
-export type { ActorResult, AgentRef, SpawnOptions } from './runtime/actor.js';
-export type { AnyChannel, Channel, ChannelSpec } from './runtime/channel.js';
-export { defineChannel, formatChannelClosed, formatChannelMessage } from './runtime/channel.js';
-export type { DelegateInput, DelegationPolicy } from './runtime/delegation.js';
-export type { MailboxOptions, OverflowPolicy } from './runtime/mailbox.js';
+export type { ActorResult, AgentRef, SpawnOptions } from './runtime/actors/actor.js';
+export type { BudgetCrossing, TreeBudgetLimits } from './runtime/budget/tree-budget.js';
+export type { ModelPrice, UsageTotals } from './runtime/budget/usage-ledger.js';
+export type { MailboxOptions, OverflowPolicy } from './runtime/messaging/mailbox.js';
 export { Runtime } from './runtime/runtime.js';
 export type { RuntimeOptions, ThreadLimits } from './runtime/runtime-options.js';
-export type { Transport, TransportHandlers } from './runtime/transport.js';
-export type { LocalTransportOptions } from './runtime/transports/local.js';
-export { LocalTransport } from './runtime/transports/local.js';
-export type { BudgetCrossing, TreeBudgetLimits } from './runtime/tree-budget.js';
-export type { ModelPrice, UsageTotals } from './runtime/usage-ledger.js';
+export type { LocalTransportOptions } from './runtime/wire/local-transport.js';
+export { LocalTransport } from './runtime/wire/local-transport.js';
+export type { Transport, TransportHandlers } from './runtime/wire/transport.js';
 export type { FetchToolOptions, HostResolver, ResolvedAddress } from './tools/builtin/fetch.js';
 export { createFetchTool, fetchUrlTool } from './tools/builtin/fetch.js';
 export { listDirTool } from './tools/builtin/list-dir.js';

@@ -1,6 +1,6 @@
 import { MessagePort, threadId, workerData } from 'node:worker_threads';
-import { ActorHost } from '../src/runtime/actor-host.js';
-import { HostConfigSchema, type HostTask } from '../src/runtime/protocol.js';
+import { ActorHost } from '../src/runtime/host/actor-host.js';
+import { HostConfigSchema, type HostTask } from '../src/runtime/wire/protocol.js';
 import { builtinTools } from '../src/tools/catalogue.js';
 
 /**

@@ -1,11 +1,11 @@
 import { CommanderError } from 'commander';
 import { TroupeError } from '../errors.js';
-import { JsonRenderer } from './render/json.js';
-import { LineRenderer } from './render/lines.js';
-import { LiveRenderer } from './render/live.js';
-import type { EventRenderer } from './render/renderer.js';
-import type { PriceFunction } from './render/run-state.js';
-import { supportsColor, type TerminalOutput } from './terminal.js';
+import { JsonRenderer } from '../render/json.js';
+import { LineRenderer } from '../render/lines.js';
+import { LiveRenderer } from '../render/live.js';
+import type { EventRenderer } from '../render/renderer.js';
+import type { PriceFunction } from '../render/run-state.js';
+import { supportsColor, type TerminalOutput } from '../render/terminal.js';
 
 /** Exit codes of the troupe CLI. */
 export const EXIT = Object.freeze({ ok: 0, failed: 1, usage: 2, interrupted: 130 });

@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { errorMessage, isTroupeError } from '../errors.js';
+import { createTerminalOutput } from '../render/terminal.js';
 import { registerChatCommand } from './commands/chat.js';
 import { registerDemoCommand } from './commands/demo.js';
 import { registerRunCommand } from './commands/run.js';
@@ -7,7 +8,6 @@ import { registerTraceCommand } from './commands/trace.js';
 import { registerWorkerCommand } from './commands/worker.js';
 import { type CliIo, EXIT } from './context.js';
 import { packageRoot } from './package-root.js';
-import { createTerminalOutput } from './terminal.js';
 
 export type { CliIo } from './context.js';
 

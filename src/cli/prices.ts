@@ -2,9 +2,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { errorMessage } from '../errors.js';
-import type { ModelPrice } from '../runtime/usage-ledger.js';
+import type { PriceFunction } from '../render/run-state.js';
+import type { ModelPrice } from '../runtime/budget/usage-ledger.js';
 import { usageError } from './context.js';
-import type { PriceFunction } from './render/run-state.js';
 
 /**
  * A `--prices` file: US dollars per million tokens, by model name, as

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineChannel } from '../runtime/channel.js';
+import { defineChannel } from './channel.js';
 import { type AnyRole, defineRole } from './role.js';
 
 /** One finding a researcher publishes: where it came from and what it says. */

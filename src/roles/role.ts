@@ -2,10 +2,9 @@ import { z } from 'zod';
 import type { TokenBudgetLimits } from '../agent/budget.js';
 import { TroupeError } from '../errors.js';
 import type { ModelSpec } from '../model/model.js';
-import { type AnyChannel, publishToolName, toChannelSpec } from '../runtime/channel.js';
-import type { MailboxOptions } from '../runtime/mailbox.js';
-import type { RoleSpec } from '../runtime/protocol.js';
 import { toolJsonSchema } from '../tools/tool.js';
+import { type AnyChannel, publishToolName, toChannelSpec } from './channel.js';
+import type { MailboxOptions, RoleSpec } from './role-spec.js';
 
 /** Role names become actor ids (`researcher-1`): lowercase letters, digits, `_` and `-`. */
 export const ROLE_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,39}$/;

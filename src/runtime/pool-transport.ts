@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import type { RuntimeOptions } from './runtime-options.js';
-import { LocalTransport } from './transports/local.js';
+import { LocalTransport } from './wire/local-transport.js';
 
 /**
  * The transport a runtime uses when given none: a LocalTransport (piscina

@@ -2,9 +2,9 @@ import type { EventBus } from '../events/bus.js';
 import type { ModelSpec } from '../model/model.js';
 import type { AnyRole } from '../roles/role.js';
 import type { ApprovalRequest, PermissionTier } from '../tools/tool.js';
-import type { Transport } from './transport.js';
-import type { TreeBudgetLimits } from './tree-budget.js';
-import type { ModelPrice } from './usage-ledger.js';
+import type { TreeBudgetLimits } from './budget/tree-budget.js';
+import type { ModelPrice } from './budget/usage-ledger.js';
+import type { Transport } from './wire/transport.js';
 
 /** Memory limits of each worker thread (Node's `resourceLimits`), in megabytes. */
 export interface ThreadLimits {

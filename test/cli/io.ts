@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { CliIo } from '../../src/cli/context.js';
-import { FakeTerminal } from './fake-terminal.js';
+import { FakeTerminal } from '../render/fake-terminal.js';
 
 /** A CliIo of fakes: recorded stdout/stderr, a given env, optional scripted stdin lines. */
 export function fakeIo(

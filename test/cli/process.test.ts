@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { stripAnsi } from '../../src/cli/terminal.js';
 import { followTrace } from '../../src/events/follow.js';
 import { type AgentEvent, AgentEventSchema } from '../../src/events/schema.js';
 import { readTrace } from '../../src/events/trace.js';
+import { stripAnsi } from '../../src/render/terminal.js';
 
 // The CLI as a person runs it: node bin/troupe.js on the built dist/ (npm test builds first).
 const root = new URL('../../', import.meta.url).pathname;

@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ModelSpec } from '../../src/model/model.js';
 import { defineRole } from '../../src/roles/role.js';
-import type { MainToWorkerInput } from '../../src/runtime/protocol.js';
-import type { Transport } from '../../src/runtime/transport.js';
-import { LocalTransport } from '../../src/runtime/transports/local.js';
+import { LocalTransport } from '../../src/runtime/wire/local-transport.js';
+import type { MainToWorkerInput } from '../../src/runtime/wire/protocol.js';
+import type { Transport } from '../../src/runtime/wire/transport.js';
 import { closeRuntimes, expectWellFormed, FAULT_TOOLS, makeRuntime } from './helpers.js';
 
 const workspaces: string[] = [];

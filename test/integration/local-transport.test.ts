@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TroupeError } from '../../src/errors.js';
-import type { WorkerToMain } from '../../src/runtime/protocol.js';
-import type { TransportHandlers } from '../../src/runtime/transport.js';
-import { LocalTransport } from '../../src/runtime/transports/local.js';
+import { LocalTransport } from '../../src/runtime/wire/local-transport.js';
+import type { WorkerToMain } from '../../src/runtime/wire/protocol.js';
+import type { TransportHandlers } from '../../src/runtime/wire/transport.js';
 
 const open: LocalTransport[] = [];
 afterEach(async () => {

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { waitForEvent } from '../../src/events/bus.js';
+import { defineChannel } from '../../src/roles/channel.js';
 import { defineRole } from '../../src/roles/role.js';
-import { defineChannel } from '../../src/runtime/channel.js';
-import { LocalTransport } from '../../src/runtime/transports/local.js';
+import { LocalTransport } from '../../src/runtime/wire/local-transport.js';
 import { closeRuntimes, expectWellFormed, makeRuntime, ofType } from './helpers.js';
 
 afterEach(closeRuntimes);

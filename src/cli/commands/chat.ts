@@ -4,6 +4,7 @@ import { Agent } from '../../agent/agent.js';
 import { errorMessage } from '../../errors.js';
 import { EventBus } from '../../events/bus.js';
 import { createModel, describeModel } from '../../model/model.js';
+import { chatLayout } from '../../render/chat-layout.js';
 import {
   BUILTIN_TOOL_TIERS,
   builtinToolNames,
@@ -14,7 +15,6 @@ import type { ApprovalRequest, PermissionTier } from '../../tools/tool.js';
 import { createRunId } from '../../util/ids.js';
 import { createRedactor } from '../../util/redact.js';
 import { type CliIo, EXIT, exitWith } from '../context.js';
-import { chatLayout } from '../render/chat-layout.js';
 import {
   type ProviderFlags,
   parseAllow,

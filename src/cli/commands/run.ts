@@ -4,12 +4,13 @@ import type { Command } from 'commander';
 import { errorMessage, isTroupeError } from '../../errors.js';
 import { EventBus } from '../../events/bus.js';
 import { readTrace, TraceWriter } from '../../events/trace.js';
+import { runJob } from '../../job/coordinator.js';
 import { describeModel, type ModelSpec } from '../../model/model.js';
-import { runJob } from '../../roles/coordinator.js';
+import { LiveRenderer } from '../../render/live.js';
 import type { AnyRole } from '../../roles/role.js';
+import type { ModelPrice } from '../../runtime/budget/usage-ledger.js';
 import { Runtime } from '../../runtime/runtime.js';
 import type { RuntimeOptions } from '../../runtime/runtime-options.js';
-import type { ModelPrice } from '../../runtime/usage-ledger.js';
 import { DEFAULT_GRANTS } from '../../tools/permissions.js';
 import type { ApprovalRequest, PermissionTier } from '../../tools/tool.js';
 import { createRunId } from '../../util/ids.js';
@@ -24,7 +25,6 @@ import {
   usageError,
 } from '../context.js';
 import { createPriceFunction, loadPriceTable } from '../prices.js';
-import { LiveRenderer } from '../render/live.js';
 import {
   loadRoles,
   type ProviderFlags,

@@ -1,7 +1,7 @@
 import type { Anthropic } from '@anthropic-ai/sdk';
 import { TroupeError } from '../../errors.js';
 import { createRedactor } from '../../util/redact.js';
-import type { AnthropicSpec, Model } from '../model.js';
+import type { AnthropicSpec, Model } from '../spec.js';
 import type { ModelCallOptions, ModelRequest, ModelResponse, ModelStreamPart } from '../types.js';
 import {
   type AnthropicRequestBody,

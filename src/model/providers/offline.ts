@@ -1,5 +1,5 @@
 import { sleep } from '../../util/abort.js';
-import type { Model, ModelSpec } from '../model.js';
+import type { Model, ModelSpec } from '../spec.js';
 import type {
   ModelCallOptions,
   ModelRequest,

@@ -1,6 +1,6 @@
 import type { OpenAI } from 'openai';
 import { createRedactor } from '../../util/redact.js';
-import type { Model, OpenAISpec } from '../model.js';
+import type { Model, OpenAISpec } from '../spec.js';
 import type { ModelCallOptions, ModelRequest, ModelResponse, ModelStreamPart } from '../types.js';
 import {
   fromOpenAICompletion,

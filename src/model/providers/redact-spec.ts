@@ -1,5 +1,5 @@
 import { REDACTED } from '../../util/redact.js';
-import type { ModelSpec } from '../model.js';
+import type { ModelSpec } from '../spec.js';
 
 /**
  * A copy of a model spec that is safe to log or show: every extra header

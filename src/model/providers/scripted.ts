@@ -1,6 +1,5 @@
 import { TroupeError } from '../../errors.js';
 import { sleep } from '../../util/abort.js';
-import type { Model, ModelSpec } from '../model.js';
 import {
   type ParsedScript,
   type ParsedScriptStep,
@@ -8,6 +7,7 @@ import {
   type ScriptMatch,
   ScriptSchema,
 } from '../script.js';
+import type { Model, ModelSpec } from '../spec.js';
 import type {
   Message,
   ModelCallOptions,

@@ -1,0 +1,312 @@
+import { Agent, type AgentResult } from '../agent/agent.js';
+import { plainError, type SerializedError, TroupeError } from '../errors.js';
+import type { EventPayload, RunStatus, UnsequencedEvent } from '../events/schema.js';
+import { createModel, describeModel, type Model, type ModelSpec } from '../model/model.js';
+import { addUsage, type Usage } from '../model/types.js';
+import {
+  type Delegator,
+  delegationTools,
+  formatDelegationResults,
+} from '../roles/delegation-tools.js';
+import type { ActorResult, AgentRef } from '../runtime/actors/actor.js';
+import { sendToChild, waitForChildren } from '../runtime/actors/children.js';
+import { runDelegation } from '../runtime/actors/delegation.js';
+import type { Runtime } from '../runtime/runtime.js';
+import { createBuiltinRegistry } from '../tools/catalogue.js';
+import { ToolRegistry } from '../tools/registry.js';
+import type { AnyTool } from '../tools/tool.js';
+
+/** The coordinator's agent id, in every event it emits. */
+export const COORDINATOR_ID = 'coordinator';
+
+/** How the coordinator is built. */
+export interface CoordinatorOptions {
+  /** Its model (default the runtime's). */
+  model?: ModelSpec | undefined;
+  /** Replaces the default system prompt. */
+  system?: string | undefined;
+  /** Model calls per run (default 20). */
+  maxSteps?: number | undefined;
+  /** Roles it may delegate to (default every role of the runtime). */
+  roles?: readonly string[] | undefined;
+  /** Without delegation tools: the last turn after the tree budget ran out. */
+  delegation?: boolean | undefined;
+  /** Stream replies (default true). */
+  stream?: boolean | undefined;
+}
+
+/** The sub-agents a coordinator started, shared between its turns. */
+export class CoordinatorState {
+  readonly refs = new Map<string, AgentRef>();
+  readonly results = new Map<string, ActorResult>();
+
+  /** Keeps a ref and its result once it comes. */
+  track(ref: AgentRef): void {
+    this.refs.set(ref.id, ref);
+    void ref.result.then((result) => this.results.set(ref.id, result));
+  }
+}
+
+/**
+ * The coordinator: an Agent in the main thread whose tools delegate to the
+ * runtime's actors (`delegate`, `spawn_agent`, `wait_agents`,
+ * `send_message`), plus read tools to see the workspace. Its events go to
+ * the runtime's bus as agent `coordinator`.
+ *
+ * @example
+ * const coordinator = createCoordinator(runtime);
+ * const { final } = await coordinator.run('Compare the notes in docs/');
+ */
+export function createCoordinator(
+  runtime: Runtime,
+  options: CoordinatorOptions = {},
+  state: CoordinatorState = new CoordinatorState(),
+): Agent {
+  return buildCoordinator(
+    runtime,
+    options,
+    state,
+    createModel(options.model ?? runtime.defaultModel, runtime.toolSettings.env),
+  );
+}
+
+// One model instance serves the coordinator's turns, its last turn included.
+function buildCoordinator(
+  runtime: Runtime,
+  options: CoordinatorOptions,
+  state: CoordinatorState,
+  model: Model,
+): Agent {
+  const names = options.roles ?? runtime.roles.map((role) => role.name);
+  const settings = runtime.toolSettings;
+  const read = createBuiltinRegistry({ names: ['list_dir', 'read_file'] }).list();
+  const tools: AnyTool[] =
+    options.delegation === false ? read : [...delegationToolsFor(runtime, names, state), ...read];
+  return new Agent({
+    name: COORDINATOR_ID,
+    agentId: COORDINATOR_ID,
+    role: COORDINATOR_ID,
+    runId: runtime.runId,
+    model,
+    tools: new ToolRegistry(tools),
+    system: options.system ?? coordinatorPrompt(runtime, names),
+    maxSteps: options.maxSteps ?? 20,
+    events: runtime.events,
+    ...(options.stream === undefined ? {} : { stream: options.stream }),
+    toolContext: {
+      workspace: settings.workspace,
+      grants: settings.grants,
+      ...(settings.env === undefined ? {} : { env: settings.env }),
+      ...(settings.approve === undefined ? {} : { approve: settings.approve }),
+    },
+  });
+}
+
+function delegationToolsFor(
+  runtime: Runtime,
+  names: readonly string[],
+  state: CoordinatorState,
+): AnyTool[] {
+  const spawner = {
+    spawnBatch: (parentId: string, tasks: readonly { role: string; task: string }[]) => {
+      const refs = runtime.spawnBatch(parentId, tasks);
+      for (const ref of refs) state.track(ref);
+      return refs;
+    },
+  };
+  // The coordinator runs its delegation directly on the runtime; worker
+  // actors get the same four tools over a round trip (runtime/host).
+  const delegator: Delegator = {
+    delegate: (callerId, input) => runDelegation(spawner, callerId, input),
+    spawn: async (callerId, role, task) => {
+      const [ref] = spawner.spawnBatch(callerId, [{ role, task }]);
+      if (ref === undefined) throw new TroupeError('internal', 'Nothing was started.');
+      return ref.id;
+    },
+    wait: (_callerId, ids) => waitForChildren(state.refs, ids),
+    send: (_callerId, agentId, message) => sendToChild(state.refs, agentId, message),
+  };
+  return delegationTools(delegator, {
+    roles: names,
+    delegateDescription:
+      'Run sub-agents in parallel and get every result back. Put researchers and the analyst in the same call: the analyst reads findings while researchers work. Failures come back beside the results, with their reason.',
+  });
+}
+
+function coordinatorPrompt(runtime: Runtime, names: readonly string[]): string {
+  const roles = names
+    .map((name) => runtime.role(name))
+    .filter((role) => role !== undefined)
+    .map((role) => `- ${role.name}: ${role.description}`)
+    .join('\n');
+  return [
+    'You are the coordinator of a team of AI agents. You split the task into parts, hand them to sub-agents that work in parallel, and write the final answer from their results.',
+    `Sub-agent roles:\n${roles}`,
+    'How to work:',
+    '1. Look at the workspace first (list_dir, read_file) so your tasks name real files.',
+    '2. Call delegate once with all the parallel work: give each researcher a distinct part, and include the analyst in the same call so it reads findings as they arrive. Each task must be self-contained: the sub-agent sees nothing but its task.',
+    '3. When the analysis is back, delegate the report to the reporter with the analysis in its task.',
+    '4. Some sub-agents may fail; their reasons come back beside the other results. Work with what succeeded, retry once if it matters, and say what is missing.',
+    'Finish with a short final answer: what was done, the main conclusions and where the report is.',
+  ].join('\n\n');
+}
+
+/** What `runJob` takes. */
+export interface JobOptions extends CoordinatorOptions {
+  task: string;
+  runtime: Runtime;
+  /** Aborting it cancels the coordinator and every sub-agent (status `cancelled`). */
+  signal?: AbortSignal | undefined;
+}
+
+/** What a job came to. */
+export interface JobResult {
+  runId: string;
+  status: RunStatus;
+  final: string;
+  /** Tokens of the whole tree. */
+  usage: Usage;
+  costUsd: number;
+  /** Set when the run did not complete: the message, no stack. */
+  error?: Pick<SerializedError, 'name' | 'code' | 'message'> | undefined;
+  /** What each sub-agent came to, by id. */
+  results: ReadonlyMap<string, ActorResult>;
+}
+
+/**
+ * Runs a whole job: the coordinator in the main thread, its sub-agents on
+ * the runtime. Emits run.started, the coordinator's agent.spawned and
+ * agent.finished, and run.finished. When the tree budget runs out, the
+ * sub-agents are stopped and the coordinator gets one last turn, without
+ * delegation tools, to report with what it has (status `budget`).
+ * Resolves, never rejects; the runtime stays open (close it yourself).
+ *
+ * @example
+ * const job = await runJob({ task: 'Compare the notes in docs/', runtime });
+ */
+export async function runJob(options: JobOptions): Promise<JobResult> {
+  const { runtime, task, signal } = options;
+  const spec = options.model ?? runtime.defaultModel;
+  const emit = (payload: EventPayload): void => {
+    runtime.events.emit({
+      v: 1,
+      ts: Date.now(),
+      runId: runtime.runId,
+      agentId: COORDINATOR_ID,
+      role: COORDINATOR_ID,
+      ...payload,
+    } as UnsequencedEvent);
+  };
+  runtime.registerRoot(COORDINATOR_ID, { model: spec, task });
+  emit({ type: 'run.started', task });
+  emit({ type: 'agent.spawned', task, model: describeModel(spec), depth: 0 });
+
+  const controller = new AbortController();
+  const onAbort = (): void => controller.abort(signal?.reason);
+  if (signal?.aborted) onAbort();
+  signal?.addEventListener('abort', onAbort, { once: true });
+  const stopOnBudget = runtime.onBudgetExceeded((crossing) =>
+    controller.abort(
+      new TroupeError('budget.exceeded', `The run's ${crossing.metric} budget is used up.`),
+    ),
+  );
+  const state = new CoordinatorState();
+  let result: AgentResult | undefined;
+  let failure: unknown;
+  try {
+    const model = createModel(spec, runtime.toolSettings.env);
+    const agent = buildCoordinator(runtime, options, state, model);
+    result = await agent.run(task, { signal: controller.signal });
+    const crossing = runtime.budgetExceeded;
+    if (crossing !== undefined && !signal?.aborted) {
+      const last = buildCoordinator(runtime, { ...options, delegation: false }, state, model);
+      last.resetHistory(result.messages);
+      const done = [...state.results.values()];
+      const summary =
+        done.length > 0 ? `\n\nResults so far:\n${formatDelegationResults(done)}` : '';
+      const lastTurn = await last.run(
+        `The run's ${crossing.metric} budget is used up: no more sub-agents can be started and the running ones were stopped. Give your final answer now, with what you have, and say what is missing.${summary}`,
+      );
+      result = {
+        ...lastTurn,
+        usage: addUsage(result.usage, lastTurn.usage),
+        steps: [...result.steps, ...lastTurn.steps],
+      };
+    }
+  } catch (error) {
+    failure = error;
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+    stopOnBudget();
+  }
+  runtime.cancelChildren(COORDINATOR_ID, 'the coordinator finished');
+  await Promise.all([...state.refs.values()].map((ref) => ref.result));
+
+  const status: RunStatus =
+    failure !== undefined
+      ? 'failed'
+      : signal?.aborted
+        ? 'cancelled'
+        : runtime.budgetExceeded !== undefined || result?.stopReason === 'budget'
+          ? 'budget'
+          : result?.stopReason === 'final'
+            ? 'completed'
+            : result?.stopReason === 'cancelled'
+              ? 'cancelled'
+              : 'failed';
+  const final = result?.final ?? '';
+  const error = jobError(status, result, failure);
+  const agentStatus =
+    status === 'completed' ? 'completed' : status === 'cancelled' ? 'cancelled' : 'failed';
+  emit({
+    type: 'agent.finished',
+    status: agentStatus,
+    stopReason: result?.stopReason ?? 'error',
+    final,
+    ...(error === undefined ? {} : { error }),
+    usage: result?.usage ?? { inputTokens: 0, outputTokens: 0 },
+    steps: result?.steps.length ?? 0,
+  });
+  const totals = runtime.usage();
+  emit({
+    type: 'run.finished',
+    status,
+    final,
+    ...(error === undefined ? {} : { error }),
+    usage: totals.usage,
+  });
+  return {
+    runId: runtime.runId,
+    status,
+    final,
+    usage: totals.usage,
+    costUsd: totals.costUsd,
+    ...(error === undefined ? {} : { error }),
+    results: state.results,
+  };
+}
+
+function jobError(
+  status: RunStatus,
+  result: AgentResult | undefined,
+  failure: unknown,
+): JobResult['error'] {
+  if (status === 'completed') return undefined;
+  let error: SerializedError;
+  if (failure !== undefined) error = plainError(failure);
+  else if (result?.error !== undefined) error = result.error;
+  else if (status === 'budget')
+    error = plainError(new TroupeError('budget.exceeded', 'The run stopped at its budget.'));
+  else if (status === 'cancelled')
+    error = plainError(new TroupeError('cancelled', 'The run was cancelled.'));
+  else {
+    error = plainError(
+      new TroupeError(
+        'internal',
+        `The coordinator stopped (${result?.stopReason ?? 'unknown'}) without a final answer.`,
+      ),
+    );
+  }
+  // Message only: no stack, no details, in the run's last event.
+  return { name: error.name, code: error.code, message: error.message };
+}

@@ -1,0 +1,131 @@
+import type { AgentEvent } from '../events/schema.js';
+import { totalTokens } from '../model/types.js';
+import { createRedactor } from '../util/redact.js';
+import type { EventRenderer } from './renderer.js';
+import { formatTokens, type PriceFunction, RunState } from './run-state.js';
+import { summaryLines } from './summary.js';
+import { createPalette, cutChars, oneLine, type TerminalOutput } from './terminal.js';
+
+/** Width of the agent prefix column in line mode. */
+const PREFIX_WIDTH = 14;
+
+function json(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+function cut(text: string, maxChars: number): string {
+  return cutChars(oneLine(text), maxChars);
+}
+
+/**
+ * The text of one event in line mode, without the agent prefix; undefined for
+ * events line mode does not print (model.request, model.delta and step, whose
+ * content other events already carry).
+ */
+export function describeEvent(event: AgentEvent): string | undefined {
+  switch (event.type) {
+    case 'run.started':
+      return `run ${event.runId} started: ${cut(event.task, 160)}`;
+    case 'run.finished':
+      return `run finished: ${event.status}${event.error === undefined ? '' : `: ${oneLine(event.error.message)}`}`;
+    case 'agent.spawned':
+      return `spawned${event.role === undefined ? '' : ` ${event.role}`}: ${cut(event.task, 140)}`;
+    case 'agent.finished': {
+      const facts = [
+        ...(event.steps === undefined ? [] : [`${event.steps} steps`]),
+        ...(event.usage === undefined ? [] : [`${formatTokens(totalTokens(event.usage))} tokens`]),
+      ];
+      const detail =
+        event.error !== undefined
+          ? `: ${oneLine(event.error.message)}`
+          : event.final !== undefined && event.final !== ''
+            ? `: ${cut(event.final, 140)}`
+            : '';
+      return `finished ${event.status}${facts.length > 0 ? ` (${facts.join(', ')})` : ''}${detail}`;
+    }
+    case 'agent.progress':
+      return `progress: ${cut(event.note, 160)}`;
+    case 'agent.nudged':
+      return `nudged: ${cut(event.reason, 160)}`;
+    case 'model.request':
+    case 'model.delta':
+    case 'step':
+      return undefined;
+    case 'model.response': {
+      const parts = [
+        ...(event.thinking !== undefined && oneLine(event.thinking) !== ''
+          ? [`thinks: ${cut(event.thinking, 120)}`]
+          : []),
+        ...(oneLine(event.content) !== '' ? [`says: ${cut(event.content, 160)}`] : []),
+      ];
+      return parts.length === 0 ? undefined : parts.join(' | ');
+    }
+    case 'tool.call':
+      return `call ${event.name} ${cut(json(event.input), 120)}`;
+    case 'tool.result':
+      return event.ok
+        ? `ok ${event.name}: ${cut(event.content, 100)}`
+        : `failed ${event.name}: ${oneLine(event.error?.message ?? event.content)}`;
+    case 'message.sent':
+      return `sent on ${event.channel}${event.to === undefined ? '' : ` to ${event.to}`} (${event.messageId})`;
+    case 'message.received':
+      return `received on ${event.channel} from ${event.from} (${event.messageId})`;
+    case 'budget.warning':
+    case 'budget.exceeded':
+      return `${event.type === 'budget.warning' ? 'budget warning' : 'budget exceeded'}: ${event.scope} ${event.metric} ${Math.round(event.used)} of ${Math.round(event.limit)}`;
+    case 'history.compressed':
+      return `history compressed: ${event.beforeMessages} → ${event.afterMessages} messages, ${event.beforeTokens} → ${event.afterTokens} tokens`;
+    case 'callback.error':
+      return `callback error in ${event.callback}: ${oneLine(event.error.message)}`;
+  }
+}
+
+/** One line-mode line for an event (prefix included), or undefined when it prints nothing. */
+export function formatEventLine(event: AgentEvent): string | undefined {
+  const text = describeEvent(event);
+  return text === undefined ? undefined : `${event.agentId.padEnd(PREFIX_WIDTH)} ${text}`;
+}
+
+/** Options for a LineRenderer. */
+export interface LineRendererOptions {
+  output: TerminalOutput;
+  env?: NodeJS.ProcessEnv | undefined;
+  /** Print the summary table on finish (default true). */
+  summary?: boolean | undefined;
+  price?: PriceFunction | undefined;
+}
+
+/**
+ * Plain lines, one per event, prefixed by the agent: what a non-TTY, NO_COLOR
+ * or `--quiet` run prints, and what `troupe trace` replays, identically,
+ * because both are computed from the events alone. Secrets are redacted.
+ */
+export class LineRenderer implements EventRenderer {
+  readonly #output: TerminalOutput;
+  readonly #redact: (text: string) => string;
+  readonly #summary: boolean;
+  readonly state: RunState;
+
+  constructor(options: LineRendererOptions) {
+    this.#output = options.output;
+    this.#redact = createRedactor(options.env);
+    this.#summary = options.summary ?? true;
+    this.state = new RunState({ price: options.price });
+  }
+
+  handle(event: AgentEvent): void {
+    this.state.apply(event);
+    const line = formatEventLine(event);
+    if (line !== undefined) this.#output.write(`${this.#redact(line)}\n`);
+  }
+
+  finish(): void {
+    if (!this.#summary || this.state.agents.size === 0) return;
+    const lines = summaryLines(this.state, createPalette(false));
+    this.#output.write(`\n${lines.map((line) => this.#redact(line)).join('\n')}\n`);
+  }
+}

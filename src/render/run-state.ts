@@ -1,0 +1,273 @@
+import type { AgentEvent, AgentStatus, RunStatus } from '../events/schema.js';
+import { addUsage, emptyUsage, totalTokens, type Usage } from '../model/types.js';
+
+/** What one agent looks like to the renderers, folded from its events. */
+export interface AgentView {
+  id: string;
+  role: string | undefined;
+  parentId: string | undefined;
+  task: string | undefined;
+  model: string | undefined;
+  /** `running` until its `agent.finished` (or the run's end, for the coordinator). */
+  status: 'running' | AgentStatus;
+  /** What it is doing now, in a few words ("calling read_file", "waiting on channel findings"). */
+  activity: string;
+  steps: number;
+  usage: Usage;
+  /** Cost in US dollars, when the pricing is known. */
+  costUsd: number;
+  startTs: number;
+  endTs: number | undefined;
+  progress: string | undefined;
+  error: string | undefined;
+  final: string | undefined;
+  children: string[];
+  /** Channels it received messages on (for "waiting on channel …"). */
+  channels: Set<string>;
+}
+
+/** Prices a model call: US dollars for `usage` on `model` (the agent.spawned model label). */
+export type PriceFunction = (model: string | undefined, usage: Usage) => number | undefined;
+
+/**
+ * The state of a run as the renderers see it, folded from AgentEvents alone,
+ * so that a live run and a replayed trace give the same picture. Agents are
+ * created on their first event (the coordinator has no `agent.spawned`; a
+ * resumed run's reused agents have none at all, and show only when they
+ * publish their channel messages again, as completed).
+ */
+export class RunState {
+  runId: string | undefined;
+  task: string | undefined;
+  startTs: number | undefined;
+  endTs: number | undefined;
+  status: RunStatus | undefined;
+  final: string | undefined;
+  /** Timestamp of the latest event, for elapsed times in replays. */
+  lastTs = 0;
+  readonly agents = new Map<string, AgentView>();
+  readonly roots: string[] = [];
+  readonly #price: PriceFunction | undefined;
+
+  constructor(options: { price?: PriceFunction | undefined } = {}) {
+    this.#price = options.price;
+  }
+
+  /** Folds one event into the state. */
+  apply(event: AgentEvent): void {
+    this.lastTs = Math.max(this.lastTs, event.ts);
+    this.runId ??= event.runId;
+    if (event.type === 'run.started') {
+      this.task = event.task;
+      this.startTs = event.ts;
+    }
+    if (event.type === 'run.finished') {
+      this.status = event.status;
+      this.final = event.final;
+      this.endTs = event.ts;
+      for (const agent of this.agents.values()) {
+        if (agent.status !== 'running') continue;
+        agent.status = event.status === 'completed' ? 'completed' : 'cancelled';
+        agent.activity = agent.status;
+        agent.endTs = event.ts;
+      }
+      return;
+    }
+    const fresh = !this.agents.has(event.agentId);
+    const agent = this.#agent(event);
+    // A reused agent of a resumed run has no agent.spawned: its first event is
+    // a replayed message.sent, and it finished in the earlier run.
+    if (fresh && event.type === 'message.sent') {
+      agent.status = 'completed';
+      agent.endTs = event.ts;
+    }
+    switch (event.type) {
+      case 'run.started':
+        agent.activity = 'planning';
+        break;
+      case 'agent.spawned':
+        agent.task = event.task;
+        agent.model = event.model;
+        agent.startTs = event.ts;
+        agent.activity = 'starting';
+        break;
+      case 'agent.finished':
+        agent.status = event.status;
+        agent.endTs = event.ts;
+        agent.final = event.final;
+        agent.error = event.error?.message;
+        agent.activity = event.status === 'completed' ? 'done' : event.status.replace('_', ' ');
+        if (event.steps !== undefined) agent.steps = Math.max(agent.steps, event.steps);
+        if (event.usage !== undefined && totalTokens(event.usage) > totalTokens(agent.usage)) {
+          agent.usage = event.usage;
+          agent.costUsd = this.#price?.(agent.model, agent.usage) ?? agent.costUsd;
+        }
+        break;
+      case 'agent.progress':
+        agent.progress = event.note;
+        break;
+      case 'agent.nudged':
+        agent.progress = `nudged: ${event.reason}`;
+        break;
+      case 'model.request':
+        agent.activity = 'thinking';
+        break;
+      case 'model.delta':
+        agent.activity =
+          event.kind === 'text'
+            ? 'writing'
+            : event.kind === 'thinking'
+              ? 'thinking'
+              : 'preparing a tool call';
+        break;
+      case 'model.response':
+        agent.usage = addUsage(agent.usage, event.usage);
+        agent.costUsd += this.#price?.(agent.model, event.usage) ?? 0;
+        agent.activity =
+          event.toolCalls.length > 0
+            ? `calling ${[...new Set(event.toolCalls.map((call) => call.name))].join(', ')}`
+            : agent.channels.size > 0
+              ? `waiting on channel ${[...agent.channels].join(', ')}`
+              : 'answered';
+        break;
+      case 'tool.call':
+        agent.activity = describeCall(event.name, event.input);
+        break;
+      case 'tool.result':
+        agent.activity = event.ok ? `${event.name} done` : `${event.name} failed`;
+        break;
+      case 'step':
+        agent.steps = Math.max(agent.steps, event.step.index + 1);
+        break;
+      case 'message.sent':
+        agent.activity = fresh
+          ? `reused: published on ${event.channel} again`
+          : `published on ${event.channel}`;
+        break;
+      case 'message.received':
+        agent.channels.add(event.channel);
+        agent.activity = `reading ${event.channel} from ${event.from}`;
+        break;
+      case 'budget.warning':
+        agent.progress = `budget warning: ${event.metric} ${Math.round(event.used)} of ${Math.round(event.limit)}`;
+        break;
+      case 'budget.exceeded':
+        agent.progress = `budget exceeded: ${event.metric} ${Math.round(event.used)} of ${Math.round(event.limit)}`;
+        break;
+      case 'history.compressed':
+        agent.progress = `history compressed: ${event.beforeMessages} → ${event.afterMessages} messages`;
+        break;
+      case 'callback.error':
+        break;
+    }
+  }
+
+  /** Usage of an agent and all its descendants. */
+  subtreeUsage(id: string): Usage {
+    const agent = this.agents.get(id);
+    if (agent === undefined) return emptyUsage();
+    return agent.children.reduce(
+      (sum, child) => addUsage(sum, this.subtreeUsage(child)),
+      agent.usage,
+    );
+  }
+
+  /** Cost of an agent and all its descendants, in US dollars. */
+  subtreeCost(id: string): number {
+    const agent = this.agents.get(id);
+    if (agent === undefined) return 0;
+    return agent.children.reduce((sum, child) => sum + this.subtreeCost(child), agent.costUsd);
+  }
+
+  /** Usage of every agent together. */
+  totalUsage(): Usage {
+    let sum = emptyUsage();
+    for (const agent of this.agents.values()) sum = addUsage(sum, agent.usage);
+    return sum;
+  }
+
+  /** Cost of every agent together, in US dollars. */
+  totalCost(): number {
+    let sum = 0;
+    for (const agent of this.agents.values()) sum += agent.costUsd;
+    return sum;
+  }
+
+  /** Number of agents in each status. */
+  countByStatus(): Record<'running' | AgentStatus, number> {
+    const counts = { running: 0, completed: 0, failed: 0, cancelled: 0, timed_out: 0 };
+    for (const agent of this.agents.values()) counts[agent.status] += 1;
+    return counts;
+  }
+
+  #agent(event: AgentEvent): AgentView {
+    const known = this.agents.get(event.agentId);
+    if (known !== undefined) {
+      known.role ??= event.role;
+      return known;
+    }
+    const agent: AgentView = {
+      id: event.agentId,
+      role: event.role,
+      parentId: event.parentId,
+      task: undefined,
+      model: undefined,
+      status: 'running',
+      activity: 'starting',
+      steps: 0,
+      usage: emptyUsage(),
+      costUsd: 0,
+      startTs: event.ts,
+      endTs: undefined,
+      progress: undefined,
+      error: undefined,
+      final: undefined,
+      children: [],
+      channels: new Set(),
+    };
+    this.agents.set(agent.id, agent);
+    const parent = event.parentId === undefined ? undefined : this.agents.get(event.parentId);
+    if (parent === undefined) this.roots.push(agent.id);
+    else parent.children.push(agent.id);
+    return agent;
+  }
+}
+
+function describeCall(name: string, input: unknown): string {
+  const args =
+    typeof input === 'object' && input !== null ? (input as Record<string, unknown>) : {};
+  if (name === 'delegate' && Array.isArray(args['tasks'])) {
+    const count = args['tasks'].length;
+    return `delegating ${count} task${count === 1 ? '' : 's'}`;
+  }
+  if (name === 'wait_agents') return 'waiting on sub-agents';
+  if (name === 'spawn_agent') return 'spawning a sub-agent';
+  const target = ['path', 'url', 'pattern', 'channel']
+    .map((key) => args[key])
+    .find((v) => typeof v === 'string');
+  return typeof target === 'string' ? `calling ${name} ${target}` : `calling ${name}`;
+}
+
+/** "1.2k", "12k", "1.3M": a token count for narrow columns. */
+export function formatTokens(tokens: number): string {
+  if (tokens < 1000) return String(tokens);
+  if (tokens < 10_000) return `${(tokens / 1000).toFixed(1)}k`;
+  if (tokens < 1_000_000) return `${Math.round(tokens / 1000)}k`;
+  return `${(tokens / 1_000_000).toFixed(1)}M`;
+}
+
+/** "850ms", "4.2s", "3m05s": a duration for narrow columns. */
+export function formatDuration(milliseconds: number): string {
+  const ms = Math.max(0, Math.round(milliseconds));
+  if (ms < 1000) return `${ms}ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`;
+  const minutes = Math.floor(ms / 60_000);
+  const seconds = Math.floor((ms % 60_000) / 1000);
+  return `${minutes}m${String(seconds).padStart(2, '0')}s`;
+}
+
+/** "$0.0123": a cost, or an empty string when there is none. */
+export function formatCost(costUsd: number): string {
+  if (costUsd <= 0) return '';
+  return costUsd < 1 ? `$${costUsd.toFixed(4)}` : `$${costUsd.toFixed(2)}`;
+}

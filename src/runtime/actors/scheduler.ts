@@ -1,0 +1,198 @@
+import type { TroupeError } from '../../errors.js';
+import type { ModelSpec } from '../../model/model.js';
+import { type AnyRole, toRoleSpec } from '../../roles/role.js';
+import type { MainToWorkerInput, WorkerToMain } from '../wire/protocol.js';
+import type { Transport } from '../wire/transport.js';
+import type { ActorRecord } from './actor.js';
+
+/** What the scheduler reports up to the runtime. */
+export interface SchedulerEvents {
+  items(hostId: number, items: WorkerToMain[]): void;
+  hostDown(hostId: number, error: TroupeError): void;
+  error(error: TroupeError, fatal: boolean): void;
+  /** Channels already closed for an actor (a (re)started attempt is told again). */
+  closedFor(actorId: string): readonly string[];
+}
+
+/**
+ * Admission and placement: a FIFO queue of actors waiting for a place, and
+ * the count of actors on each host. An actor goes to the least-loaded host
+ * with room; past `maxPerHost` everywhere, it waits. Hosts start with the
+ * first actor, so a runtime that spawns nothing starts no thread.
+ */
+export class Scheduler {
+  readonly #transport: Transport;
+  readonly #events: SchedulerEvents;
+  readonly #maxPerHost: number;
+  readonly #queue: ActorRecord[] = [];
+  readonly #load = new Map<number, number>();
+  readonly #roleKeys = new WeakMap<AnyRole, string>();
+  readonly #modelKeys = new WeakMap<object, string>();
+  // The role and model keys each host has been sent already.
+  readonly #defined = new Map<number, Set<string>>();
+  #nextKey = 1;
+  #started = false;
+
+  constructor(transport: Transport, events: SchedulerEvents, maxPerHost: number) {
+    this.#transport = transport;
+    this.#events = events;
+    this.#maxPerHost = maxPerHost;
+  }
+
+  /** Actors waiting for a place. */
+  get queued(): number {
+    return this.#queue.length;
+  }
+
+  /** True once the transport was started. */
+  get started(): boolean {
+    return this.#started;
+  }
+
+  /** Queues an actor (state `queued`) and places what can be placed. */
+  enqueue(record: ActorRecord): void {
+    this.#queue.push(record);
+    if (!this.#started) {
+      this.#started = true;
+      this.#transport.start({
+        items: (hostId, items) => this.#events.items(hostId, items),
+        hostDown: (hostId, error) => {
+          this.#load.delete(hostId);
+          this.#defined.delete(hostId);
+          this.#events.hostDown(hostId, error);
+          this.pump();
+        },
+        hostUp: (hostId) => {
+          this.#load.set(hostId, 0);
+          this.pump();
+        },
+        error: (error, fatal) => this.#events.error(error, fatal),
+      });
+    }
+    this.pump();
+  }
+
+  /** Removes and returns every queued actor (when no host will ever come). */
+  drain(): ActorRecord[] {
+    return this.#queue.splice(0);
+  }
+
+  /** Places queued actors while some host has room. */
+  pump(): void {
+    while (this.#queue.length > 0) {
+      const hostId = this.#pickHost();
+      if (hostId === undefined) return;
+      const record = this.#queue.shift() as ActorRecord;
+      if (record.state === 'queued') this.#startOn(record, hostId);
+    }
+  }
+
+  /** Sends an item to the host the actor runs on; false when it runs nowhere now. */
+  send(record: ActorRecord, item: MainToWorkerInput): boolean {
+    if (record.state !== 'running' || record.hostId === undefined) return false;
+    this.#transport.send(record.hostId, item);
+    return true;
+  }
+
+  /** Answers a host directly (replies to its requests). */
+  reply(hostId: number, item: MainToWorkerInput): void {
+    this.#transport.send(hostId, item);
+  }
+
+  /** Frees the actor's place on its host. */
+  release(record: ActorRecord): void {
+    if (record.hostId === undefined) return;
+    const load = this.#load.get(record.hostId);
+    if (load !== undefined) this.#load.set(record.hostId, load - 1);
+    record.hostId = undefined;
+  }
+
+  /** Stops the host an actor runs on (the last resort for a hung actor). */
+  terminate(record: ActorRecord, reason: string): void {
+    if (record.hostId !== undefined) this.#transport.terminate(record.hostId, reason);
+  }
+
+  /** Shuts the hosts down (when they were ever started). */
+  async close(graceMs: number): Promise<void> {
+    if (this.#started) await this.#transport.close(graceMs);
+  }
+
+  #pickHost(): number | undefined {
+    let best: number | undefined;
+    let bestLoad = this.#maxPerHost;
+    for (const hostId of this.#transport.hosts()) {
+      const load = this.#load.get(hostId) ?? 0;
+      if (load < bestLoad) {
+        best = hostId;
+        bestLoad = load;
+      }
+    }
+    return best;
+  }
+
+  #startOn(record: ActorRecord, hostId: number): void {
+    record.state = 'running';
+    record.hostId = hostId;
+    record.attempt += 1;
+    this.#load.set(hostId, (this.#load.get(hostId) ?? 0) + 1);
+    const send = (item: MainToWorkerInput): void => this.#transport.send(hostId, item);
+    send({
+      type: 'actor.start',
+      actorId: record.id,
+      ...(record.parentId === undefined ? {} : { parentId: record.parentId }),
+      role: this.#defineRole(hostId, record.role),
+      model: this.#defineModel(hostId, record.model),
+      task: record.task,
+      attempt: record.attempt,
+    });
+    // Behind the start, on the same port: every message the actor was sent so
+    // far (a restarted attempt reads them again), then its closed channels.
+    record.consumed = 0;
+    record.mailbox.reset(record.log.length);
+    for (const item of record.log) send(item);
+    for (const channel of this.#events.closedFor(record.id)) {
+      send({ type: 'channel.closed', actorId: record.id, channel });
+    }
+    if (record.stop !== undefined) {
+      send({ type: 'actor.cancel', actorId: record.id, reason: record.stop.error.message });
+    }
+  }
+
+  // Roles and models cross to a host once; actors name them by key.
+  #defineRole(hostId: number, role: AnyRole): string {
+    let key = this.#roleKeys.get(role);
+    if (key === undefined) {
+      key = `${role.name}#${this.#nextKey++}`;
+      this.#roleKeys.set(role, key);
+    }
+    const defined = this.#definedOn(hostId);
+    if (!defined.has(key)) {
+      defined.add(key);
+      this.#transport.send(hostId, { type: 'role.define', key, role: toRoleSpec(role) });
+    }
+    return key;
+  }
+
+  #defineModel(hostId: number, model: ModelSpec): string {
+    let key = this.#modelKeys.get(model);
+    if (key === undefined) {
+      key = `model#${this.#nextKey++}`;
+      this.#modelKeys.set(model, key);
+    }
+    const defined = this.#definedOn(hostId);
+    if (!defined.has(key)) {
+      defined.add(key);
+      this.#transport.send(hostId, { type: 'model.define', key, model });
+    }
+    return key;
+  }
+
+  #definedOn(hostId: number): Set<string> {
+    let defined = this.#defined.get(hostId);
+    if (defined === undefined) {
+      defined = new Set();
+      this.#defined.set(hostId, defined);
+    }
+    return defined;
+  }
+}

@@ -1,0 +1,298 @@
+import { errorMessage, serializeError, TroupeError } from '../../errors.js';
+import { checkEvent } from '../../events/event-check.js';
+import type { UnsequencedEvent } from '../../events/schema.js';
+import { createModel, type Model, type ModelSpec } from '../../model/model.js';
+import { ScriptedModel } from '../../model/providers/scripted.js';
+import { emptyUsage } from '../../model/types.js';
+import type { DelegateInput } from '../../roles/delegation-tools.js';
+import type { ActorResult } from '../../roles/result.js';
+import { ToolRegistry } from '../../tools/registry.js';
+import type { AnyTool } from '../../tools/tool.js';
+import { loadToolModules } from '../../tools/tool-modules.js';
+import { Batcher } from '../wire/batcher.js';
+import {
+  type ChildAnswer,
+  type HostConfig,
+  type MainToWorker,
+  parseMainMessage,
+  type RoleSpec,
+  type WorkerWireItem,
+} from '../wire/protocol.js';
+import { HostedActor, type HostRequests, roleTools } from './hosted-actor.js';
+
+/** The port a host talks over: a worker_threads MessagePort, or either end of a MessageChannel in tests. */
+export interface HostPort {
+  postMessage(value: unknown): void;
+  on(event: 'message', listener: (value: unknown) => void): unknown;
+  close(): void;
+}
+
+/** What a host is built from besides its config. */
+export interface ActorHostOptions {
+  /** Tools every actor's set is narrowed from (the built-in catalogue and user modules). */
+  tools: readonly AnyTool[];
+  /** The thread's id, for the main thread's supervisor (0 when hosted in-process). */
+  threadId?: number | undefined;
+}
+
+interface Pending {
+  resolve(value: unknown): void;
+  reject(error: TroupeError): void;
+}
+
+/**
+ * Hosts many actors inside one thread. It parses every message from the main
+ * thread, starts and cancels actors, routes their mailboxes and sends their
+ * events back batched per event-loop turn. All the logic of a worker lives
+ * here, so tests drive it in-process over a MessageChannel.
+ */
+export class ActorHost {
+  readonly #config: HostConfig;
+  readonly #port: HostPort;
+  readonly #tools: ToolRegistry;
+  readonly #actors = new Map<string, HostedActor>();
+  readonly #roles = new Map<string, { spec: RoleSpec; tools: ToolRegistry | undefined }>();
+  readonly #models = new Map<string, { spec: ModelSpec; shared: Model | undefined }>();
+  readonly #running = new Set<Promise<void>>();
+  readonly #pending = new Map<number, Pending>();
+  readonly #out: Batcher<WorkerWireItem>;
+  readonly #env: NodeJS.ProcessEnv | undefined;
+  #nextRequest = 1;
+  #shutdown: (() => void) | undefined;
+  #stopping = false;
+  #loadError: TroupeError | undefined;
+
+  constructor(config: HostConfig, port: HostPort, options: ActorHostOptions) {
+    this.#config = config;
+    this.#port = port;
+    this.#tools = new ToolRegistry(options.tools);
+    this.#env = config.env === undefined ? undefined : { ...config.env };
+    this.#out = new Batcher((items) => port.postMessage(items));
+    // Posted at once, not batched: an actor that blocks the thread from its
+    // first turn must not hide that the thread started (a thread that dies
+    // before it says so counts as one that cannot start).
+    const ready: WorkerWireItem = { type: 'host.ready', threadId: options.threadId ?? 0 };
+    port.postMessage([ready]);
+  }
+
+  /**
+   * Builds a host, loading the user tool modules first. A module that fails
+   * to load does not kill the thread: the host reports it and fails every
+   * actor it is asked to start with that error.
+   */
+  static async create(
+    config: HostConfig,
+    port: HostPort,
+    options: { builtins: readonly AnyTool[]; threadId?: number | undefined },
+  ): Promise<ActorHost> {
+    let tools: AnyTool[] = [...options.builtins];
+    let loadError: TroupeError | undefined;
+    try {
+      const user = await loadToolModules(config.toolModules);
+      // A user tool with a built-in's name replaces it.
+      const userNames = new Set(user.map((tool) => tool.name));
+      tools = [...tools.filter((tool) => !userNames.has(tool.name)), ...user];
+    } catch (error) {
+      loadError =
+        error instanceof TroupeError
+          ? error
+          : new TroupeError('usage.invalid_option', errorMessage(error), { cause: error });
+    }
+    const host = new ActorHost(config, port, { tools, threadId: options.threadId });
+    if (loadError !== undefined) {
+      host.#loadError = loadError;
+      host.#out.push({ type: 'host.error', error: serializeError(loadError) });
+    }
+    return host;
+  }
+
+  /** Listens to the port until `host.shutdown`, then ends every actor and resolves. */
+  run(): Promise<void> {
+    const stopped = new Promise<void>((resolve) => {
+      this.#shutdown = resolve;
+    });
+    this.#port.on('message', (data) => this.#receive(data));
+    return stopped.then(async () => {
+      while (this.#running.size > 0) await Promise.all([...this.#running]);
+      this.#out.close();
+    });
+  }
+
+  #receive(data: unknown): void {
+    let items: MainToWorker[];
+    try {
+      items = parseMainMessage(data);
+    } catch (error) {
+      this.#out.push({ type: 'host.error', error: serializeError(error) });
+      return;
+    }
+    for (const item of items) this.#handle(item);
+  }
+
+  #handle(item: MainToWorker): void {
+    switch (item.type) {
+      case 'role.define':
+        this.#roles.set(item.key, { spec: item.role, tools: undefined });
+        return;
+      case 'model.define':
+        this.#models.set(item.key, { spec: item.model, shared: undefined });
+        return;
+      case 'actor.start':
+        this.#start(item);
+        return;
+      case 'actor.cancel':
+        this.#actors.get(item.actorId)?.cancel(item.reason);
+        return;
+      case 'mailbox.deliver':
+        this.#actors.get(item.actorId)?.deliver(item);
+        return;
+      case 'channel.closed':
+        this.#actors.get(item.actorId)?.closeChannel(item.channel);
+        return;
+      case 'publish.answered':
+        this.#answer(item.requestId, { ok: item.ok, message: item.message, code: item.code });
+        return;
+      case 'approval.answered':
+        this.#answer(item.requestId, item.approved);
+        return;
+      case 'spawn.answered':
+        this.#answer(item.requestId, item.results);
+        return;
+      case 'child.answered':
+        this.#answer(item.requestId, item.answer);
+        return;
+      case 'host.shutdown':
+        this.#stop();
+        return;
+    }
+  }
+
+  #start(start: Extract<MainToWorker, { type: 'actor.start' }>): void {
+    if (this.#stopping || this.#actors.has(start.actorId)) return;
+    const id = start.actorId;
+    let actor: HostedActor;
+    try {
+      if (this.#loadError !== undefined) throw this.#loadError;
+      actor = new HostedActor({
+        start,
+        ...this.#roleOf(start.role),
+        model: this.#modelOf(start.model),
+        config: this.#config,
+        emit: this.#emit,
+        consumed: (count) => this.#out.push({ type: 'mailbox.consumed', actorId: id, count }),
+        turn: (final) => this.#out.push({ type: 'actor.turn', actorId: id, final }),
+        requests: this.#requests,
+        env: this.#env,
+      });
+    } catch (error) {
+      // A role or model this host cannot build fails the actor, not the thread.
+      const outcome = {
+        stopReason: 'error' as const,
+        final: '',
+        usage: emptyUsage(),
+        steps: 0,
+        error: serializeError(error),
+      };
+      this.#out.push({ type: 'actor.result', actorId: id, outcome });
+      return;
+    }
+    this.#actors.set(id, actor);
+    const running = actor.run().then((outcome) => {
+      this.#actors.delete(id);
+      // After every event of the actor, on the same port: the end-of-stream marker.
+      this.#out.push({ type: 'actor.result', actorId: id, outcome });
+    });
+    this.#running.add(running);
+    void running.finally(() => this.#running.delete(running));
+  }
+
+  #roleOf(key: string): { role: RoleSpec; tools: ToolRegistry } {
+    const entry = this.#roles.get(key);
+    if (entry === undefined)
+      throw new TroupeError('runtime.protocol', `Role ${key} was never defined on this host.`);
+    if (entry.tools === undefined) {
+      entry.tools = roleTools(this.#tools, entry.spec, this.#requests);
+    }
+    return { role: entry.spec, tools: entry.tools };
+  }
+
+  // A scripted model keeps state (its used steps), so each actor gets its own;
+  // every other provider is stateless per request and shared on the host.
+  #modelOf(key: string): Model {
+    const entry = this.#models.get(key);
+    if (entry === undefined)
+      throw new TroupeError('runtime.protocol', `Model ${key} was never defined on this host.`);
+    if (entry.spec.provider === 'scripted') return new ScriptedModel(entry.spec.script);
+    entry.shared ??= createModel(entry.spec, this.#env);
+    return entry.shared;
+  }
+
+  // Validated here, in the worker: the main thread only stamps the seq.
+  readonly #emit = (event: UnsequencedEvent): void => {
+    this.#out.push(checkEvent(event));
+  };
+
+  readonly #requests: HostRequests = {
+    publish: (actorId, channel, payload) =>
+      this.#request((requestId) => ({
+        type: 'channel.publish',
+        requestId,
+        actorId,
+        channel,
+        payload,
+      })),
+    approve: (actorId, request) =>
+      this.#request((requestId) => ({
+        type: 'approval.requested',
+        requestId,
+        actorId,
+        tool: request.tool,
+        summary: request.summary,
+      })),
+    spawn: (actorId, input: DelegateInput) =>
+      this.#request<ActorResult[]>((requestId) => ({
+        type: 'spawn.requested',
+        requestId,
+        actorId,
+        tasks: input.tasks,
+        ...(input.policy === undefined ? {} : { policy: input.policy }),
+        ...(input.quorum === undefined ? {} : { quorum: input.quorum }),
+      })),
+    child: (actorId, request) =>
+      this.#request<ChildAnswer>((requestId) => ({
+        type: 'child.requested',
+        requestId,
+        actorId,
+        request,
+      })),
+  };
+
+  #request<TAnswer>(build: (requestId: number) => WorkerWireItem): Promise<TAnswer> {
+    if (this.#stopping) {
+      return Promise.reject(new TroupeError('runtime.closed', 'The runtime is shutting down.'));
+    }
+    const requestId = this.#nextRequest;
+    this.#nextRequest += 1;
+    return new Promise<TAnswer>((resolve, reject) => {
+      this.#pending.set(requestId, { resolve: resolve as (value: unknown) => void, reject });
+      this.#out.push(build(requestId));
+    });
+  }
+
+  #answer(requestId: number, value: unknown): void {
+    const pending = this.#pending.get(requestId);
+    if (pending === undefined) return;
+    this.#pending.delete(requestId);
+    pending.resolve(value);
+  }
+
+  #stop(): void {
+    if (this.#stopping) return;
+    this.#stopping = true;
+    for (const actor of this.#actors.values()) actor.cancel('the runtime is shutting down');
+    const closed = new TroupeError('runtime.closed', 'The runtime is shutting down.');
+    for (const pending of this.#pending.values()) pending.reject(closed);
+    this.#pending.clear();
+    this.#shutdown?.();
+  }
+}

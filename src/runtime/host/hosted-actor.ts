@@ -1,0 +1,319 @@
+import { z } from 'zod';
+import { Agent } from '../../agent/agent.js';
+import { serializeError, TroupeError } from '../../errors.js';
+import type { EventPayload, UnsequencedEvent } from '../../events/schema.js';
+import type { Model } from '../../model/model.js';
+import { addUsage, emptyUsage, type Message, type Usage } from '../../model/types.js';
+import { type ChannelSpec, formatChannelClosed, publishToolName } from '../../roles/channel.js';
+import {
+  type DelegateInput,
+  type Delegator,
+  delegationTools,
+} from '../../roles/delegation-tools.js';
+import type { ActorResult } from '../../roles/result.js';
+import type { ToolRegistry } from '../../tools/registry.js';
+import type { AnyTool, ApprovalRequest, ToolContext } from '../../tools/tool.js';
+import type {
+  ActorOutcome,
+  ChildAnswer,
+  ChildRequest,
+  HostConfig,
+  MainToWorker,
+  RoleSpec,
+} from '../wire/protocol.js';
+
+type StartMessage = Extract<MainToWorker, { type: 'actor.start' }>;
+
+/** What a hosted actor asks of the main thread; each resolves when the main thread answers. */
+export interface HostRequests {
+  /** A `delegate` fan-out, run by the main thread for `actorId`. */
+  spawn(actorId: string, input: DelegateInput): Promise<ActorResult[]>;
+  /** A `spawn_agent`, `wait_agents` or `send_message` of `actorId`. */
+  child(actorId: string, request: ChildRequest): Promise<ChildAnswer>;
+  publish(
+    actorId: string,
+    channel: string,
+    payload: unknown,
+  ): Promise<{ ok: boolean; message: string; code?: string | undefined }>;
+  approve(actorId: string, request: ApprovalRequest): Promise<boolean>;
+}
+
+/** What a hosted actor is built from. */
+export interface HostedActorOptions {
+  start: StartMessage;
+  role: RoleSpec;
+  /** The role's tools (see roleTools): shared by every actor of the role on this host. */
+  tools: ToolRegistry;
+  model: Model;
+  config: HostConfig;
+  emit(event: UnsequencedEvent): void;
+  /** Reports that the actor read `count` mailbox messages (frees slots in the main thread's account). */
+  consumed(count: number): void;
+  /** Reports the end of an Agent run that is not the last (answers `ask`). */
+  turn(final: string): void;
+  requests: HostRequests;
+  env?: NodeJS.ProcessEnv | undefined;
+}
+
+const NO_MESSAGES: readonly Message[] = Object.freeze([]);
+
+interface InboxItem {
+  message: Message;
+  messageId?: string | undefined;
+  channel?: string | undefined;
+  from?: string | undefined;
+  counted: boolean;
+}
+
+/**
+ * One actor inside a worker thread: its own Agent, history, narrowed tools
+ * and inbox. The history never leaves the thread; only events and the
+ * outcome do. A subscriber keeps running its Agent as messages arrive until
+ * every channel it reads is closed and its inbox is empty.
+ */
+export class HostedActor {
+  readonly id: string;
+  readonly #options: HostedActorOptions;
+  readonly #controller = new AbortController();
+  readonly #inbox: InboxItem[] = [];
+  // The subscribed channels still open; none (no Set) for the many actors that subscribe to nothing.
+  readonly #open: Set<string> | undefined;
+  readonly #role: RoleSpec;
+  #wake: (() => void) | undefined;
+  #cancelReason = '';
+
+  constructor(options: HostedActorOptions) {
+    this.#options = options;
+    this.id = options.start.actorId;
+    this.#role = options.role;
+    this.#open = options.role.subscribes.length > 0 ? new Set(options.role.subscribes) : undefined;
+  }
+
+  /** A message for the actor (a channel message or a steering message from its parent). */
+  deliver(item: Extract<MainToWorker, { type: 'mailbox.deliver' }>): void {
+    this.#inbox.push({
+      message: { role: 'user', content: item.content },
+      messageId: item.messageId,
+      channel: item.channel,
+      from: item.from,
+      counted: true,
+    });
+    this.#wakeUp();
+  }
+
+  /** The last publisher of `channel` is gone: queue the one close notice, behind every message. */
+  closeChannel(channel: string): void {
+    if (this.#open?.delete(channel) !== true) return;
+    this.#inbox.push({
+      message: { role: 'user', content: formatChannelClosed(channel) },
+      counted: false,
+    });
+    this.#wakeUp();
+  }
+
+  /** Cooperative cancellation: the Agent stops at its next await; tools see the signal. */
+  cancel(reason: string): void {
+    if (this.#controller.signal.aborted) return;
+    this.#cancelReason = reason;
+    this.#controller.abort(new TroupeError('cancelled', reason));
+    this.#wakeUp();
+  }
+
+  /** Runs the actor to its end. Resolves, never rejects. */
+  async run(): Promise<ActorOutcome> {
+    let usage: Usage = emptyUsage();
+    let steps = 0;
+    try {
+      const agent = this.#buildAgent();
+      let input = this.#options.start.task;
+      for (;;) {
+        const result = await agent.run(input, { signal: this.#controller.signal });
+        usage = addUsage(usage, result.usage);
+        steps += result.steps.length;
+        // The last run's answer travels in the outcome; only runs that go on report a turn.
+        if (result.stopReason !== 'final' || !this.#expectsMore()) {
+          return this.#outcome(result.stopReason, result.final, usage, steps, result.error);
+        }
+        this.#options.turn(result.final);
+        const next = await this.#nextMessage();
+        if (next === undefined) return this.#outcome('cancelled', result.final, usage, steps);
+        input = next.content;
+      }
+    } catch (error) {
+      return this.#outcome('error', '', usage, steps, serializeError(error));
+    }
+  }
+
+  #outcome(
+    stopReason: ActorOutcome['stopReason'],
+    final: string,
+    usage: Usage,
+    steps: number,
+    error?: ActorOutcome['error'],
+  ): ActorOutcome {
+    const outcome: ActorOutcome = { stopReason, final, usage, steps };
+    if (error !== undefined) outcome.error = error;
+    else if (stopReason === 'cancelled') {
+      outcome.error = serializeError(
+        new TroupeError('cancelled', this.#cancelReason || 'cancelled'),
+      );
+    }
+    return outcome;
+  }
+
+  // More is coming while the inbox holds something or a subscribed channel is still open.
+  #expectsMore(): boolean {
+    return this.#inbox.length > 0 || (this.#open !== undefined && this.#open.size > 0);
+  }
+
+  async #nextMessage(): Promise<Message | undefined> {
+    while (this.#inbox.length === 0) {
+      if (this.#controller.signal.aborted) return undefined;
+      await new Promise<void>((resolve) => {
+        this.#wake = resolve;
+      });
+      this.#wake = undefined;
+    }
+    if (this.#controller.signal.aborted) return undefined;
+    const [first] = this.#take(1);
+    return first;
+  }
+
+  #wakeUp(): void {
+    this.#wake?.();
+  }
+
+  // Moves inbox items into the history: reports reads and emits message.received.
+  #take(limit = Number.POSITIVE_INFINITY): readonly Message[] {
+    // Asked before every model call; the inbox is almost always empty.
+    if (this.#inbox.length === 0) return NO_MESSAGES;
+    const items = this.#inbox.splice(0, limit);
+    let counted = 0;
+    for (const item of items) {
+      if (item.counted) counted += 1;
+      if (item.channel !== undefined && item.messageId !== undefined) {
+        this.#emit({
+          type: 'message.received',
+          channel: item.channel,
+          messageId: item.messageId,
+          from: item.from ?? 'unknown',
+        });
+      }
+    }
+    if (counted > 0) this.#options.consumed(counted);
+    return items.map((item) => item.message);
+  }
+
+  #buildAgent(): Agent {
+    const { start, config } = this.#options;
+    const role = this.#role;
+    const toolContext: Partial<Omit<ToolContext, 'signal' | 'runId' | 'agentId' | 'role'>> = {
+      workspace: config.workspace,
+      grants: config.grants,
+      progress: (note) => this.#emit({ type: 'agent.progress', note }),
+    };
+    if (config.outDir !== undefined) toolContext.outputDir = config.outDir;
+    if (config.unsafeNoSandbox === true) toolContext.unsafeNoSandbox = true;
+    if (this.#options.env !== undefined) toolContext.env = this.#options.env;
+    if (config.hasApprove) {
+      toolContext.approve = (request) => this.#options.requests.approve(this.id, request);
+    }
+    return new Agent({
+      name: this.id,
+      agentId: this.id,
+      model: this.#options.model,
+      tools: this.#options.tools,
+      system: role.system,
+      maxSteps: role.maxSteps,
+      events: { emit: (event) => this.#options.emit(event) },
+      runId: config.runId,
+      parentId: start.parentId,
+      role: role.name,
+      toolContext,
+      budget: role.budget,
+      stream: role.stream,
+      inbox: () => this.#take(),
+    });
+  }
+
+  #emit(payload: EventPayload): void {
+    const { start, config } = this.#options;
+    const event: Record<string, unknown> = {
+      v: 1,
+      ts: Date.now(),
+      runId: config.runId,
+      agentId: this.id,
+    };
+    if (start.parentId !== undefined) event['parentId'] = start.parentId;
+    event['role'] = this.#role.name;
+    this.#options.emit(Object.assign(event, payload) as unknown as UnsequencedEvent);
+  }
+}
+
+/**
+ * The tools of a role on one host: the role's named tools narrowed from
+ * everything the host knows (a call to any other is answered "not in your
+ * tool set"), plus `publish_<channel>` for each channel it publishes on and
+ * `delegate` when it may delegate. They act for the calling agent (its id
+ * comes with the call), so one registry serves every actor of the role.
+ */
+export function roleTools(all: ToolRegistry, role: RoleSpec, requests: HostRequests): ToolRegistry {
+  const extra: AnyTool[] = role.publishes.map((channel) => publishTool(channel, requests));
+  if (role.canDelegate) extra.push(...delegationTools(hostDelegator(requests)));
+  return all.narrow(role.tools).with(extra);
+}
+
+/**
+ * The delegation tools' side in a worker: each call is a round trip to the
+ * main thread, which runs it with the coordinator's semantics. A refusal
+ * comes back as an answer and becomes the tool's error result.
+ */
+function hostDelegator(requests: HostRequests): Delegator {
+  const ask = async (actorId: string, request: ChildRequest): Promise<ChildAnswer> => {
+    const answer = await requests.child(actorId, request);
+    if (!answer.ok) throw new TroupeError(answer.code ?? 'tool.failed', answer.message);
+    return answer;
+  };
+  return {
+    delegate: (actorId, input) => requests.spawn(actorId, input),
+    spawn: async (actorId, role, task) => {
+      const answer = await ask(actorId, { op: 'spawn', role, task });
+      if (answer.agentId === undefined) throw new TroupeError('internal', 'Nothing was started.');
+      return answer.agentId;
+    },
+    wait: async (actorId, ids) => (await ask(actorId, { op: 'wait', ids: [...ids] })).results ?? [],
+    send: async (actorId, agentId, message) =>
+      (await ask(actorId, { op: 'send', agentId, message })).message,
+  };
+}
+
+function publishTool(channel: ChannelSpec, requests: HostRequests): AnyTool {
+  return {
+    name: publishToolName(channel.name),
+    description: `Publish one message on the "${channel.name}" channel; every subscriber receives it. ${channel.description}`,
+    parameters: payloadSchema(channel),
+    tiers: [],
+    jsonSchema: channel.jsonSchema,
+    execute: async (payload: unknown, context) => {
+      const answer = await requests.publish(context.agentId, channel.name, payload);
+      if (!answer.ok) {
+        throw new TroupeError(
+          answer.code === 'mailbox.full' ? 'mailbox.full' : 'channel.invalid_payload',
+          answer.message,
+        );
+      }
+      return answer.message;
+    },
+  };
+}
+
+// The sender's thread checks the payload against the channel's JSON Schema
+// (the model gets the message at once); the router checks it again with the
+// channel's own zod schema before any delivery.
+function payloadSchema(channel: ChannelSpec): z.ZodType {
+  try {
+    return z.fromJSONSchema(channel.jsonSchema as Parameters<typeof z.fromJSONSchema>[0]);
+  } catch {
+    return z.record(z.string(), z.unknown());
+  }
+}

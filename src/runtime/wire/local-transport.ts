@@ -1,0 +1,261 @@
+import {
+  MessageChannel,
+  type MessagePort,
+  type ResourceLimits,
+  receiveMessageOnPort,
+} from 'node:worker_threads';
+import { Piscina } from 'piscina';
+import { errorMessage, isTroupeError, TroupeError } from '../../errors.js';
+import { Batcher } from './batcher.js';
+import {
+  type HostConfig,
+  type HostTask,
+  type MainToWorkerInput,
+  parseWorkerMessage,
+} from './protocol.js';
+import type { Transport, TransportHandlers } from './transport.js';
+
+/** Options for the local (worker-thread) transport. */
+export interface LocalTransportOptions {
+  /** Threads in the pool; each hosts many actors. */
+  threads: number;
+  /** The workerData every host is built from. */
+  config: HostConfig;
+  /** Per-thread memory limits; a thread past them dies and is replaced. */
+  resourceLimits?: ResourceLimits | undefined;
+  /** The built worker entry (default dist/workers/agent-worker.js). */
+  workerUrl?: URL | undefined;
+}
+
+interface LocalHost {
+  id: number;
+  port: MessagePort;
+  batcher: Batcher<MainToWorkerInput>;
+  // Aborting the host task stops its thread (or drops the task while it still waits for one).
+  stop: AbortController;
+  alive: boolean;
+  ready: boolean;
+  done: Promise<unknown>;
+  stopReason: string | undefined;
+}
+
+// Hosts that die before saying hello: after this many in a row, the threads cannot start at all.
+const MAX_BOOT_FAILURES = 3;
+
+/**
+ * The built worker entry. Workers load built JS: from source (tests run the
+ * TypeScript files) it points into dist/, from dist it points next door.
+ */
+export function agentWorkerUrl(): URL {
+  const here = import.meta.url;
+  return here.endsWith('.ts')
+    ? new URL('../../../dist/workers/agent-worker.js', here)
+    : new URL('../../../workers/agent-worker.js', here);
+}
+
+/**
+ * Actors on a piscina pool. Each thread runs one long-lived host task that
+ * owns a private MessagePort (transferred at start): every protocol item in
+ * both directions goes over it, batched per event-loop turn, so ordering per
+ * host is the port's FIFO order. `atomics: 'disabled'` keeps an idle
+ * thread's event loop running between messages. Actors are cancelled
+ * cooperatively over the port; piscina's abort signal is used only to stop a
+ * whole host (`terminate`), which is exactly what aborting its task does.
+ */
+export class LocalTransport implements Transport {
+  readonly #options: LocalTransportOptions;
+  readonly #hosts = new Map<number, LocalHost>();
+  #pool: Piscina | undefined;
+  #handlers: TransportHandlers | undefined;
+  #nextHostId = 1;
+  #bootFailures = 0;
+  #closing = false;
+
+  constructor(options: LocalTransportOptions) {
+    this.#options = options;
+  }
+
+  start(handlers: TransportHandlers): void {
+    if (this.#pool !== undefined || this.#closing) return;
+    this.#handlers = handlers;
+    const threads = this.#options.threads;
+    this.#pool = new Piscina({
+      filename: (this.#options.workerUrl ?? agentWorkerUrl()).href,
+      minThreads: threads,
+      maxThreads: threads,
+      // One host task per thread; actors are admitted by the runtime, not by piscina.
+      concurrentTasksPerWorker: 1,
+      atomics: 'disabled',
+      idleTimeout: Number.POSITIVE_INFINITY,
+      workerData: this.#options.config,
+      ...(this.#options.resourceLimits === undefined
+        ? {}
+        : { resourceLimits: this.#options.resourceLimits }),
+    });
+    // Unhandled, a pool 'error' event would take the process down.
+    this.#pool.on('error', (error: unknown) => {
+      handlers.error(asTroupeError(error, 'The worker pool reported an error'), false);
+    });
+    for (let index = 0; index < threads; index += 1) this.#startHost();
+  }
+
+  /** Threads alive in the pool now (0 before start and after close). */
+  get threadCount(): number {
+    return this.#pool?.threads.length ?? 0;
+  }
+
+  hosts(): readonly number[] {
+    const ids: number[] = [];
+    for (const host of this.#hosts.values()) if (host.alive) ids.push(host.id);
+    return ids;
+  }
+
+  send(hostId: number, item: MainToWorkerInput): void {
+    const host = this.#hosts.get(hostId);
+    if (host?.alive) host.batcher.push(item);
+  }
+
+  terminate(hostId: number, reason: string): void {
+    const host = this.#hosts.get(hostId);
+    if (host === undefined || !host.alive) return;
+    if (host.stopReason !== undefined) return;
+    host.stopReason = reason;
+    // Not by thread id: a host that has not said host.ready yet (its thread
+    // still booting, or its task still queued) has none we know, and its
+    // actor may block the thread the moment it starts. piscina knows where
+    // the task runs: it stops that thread, or drops the task from its queue,
+    // and the task's rejection reports hostDown like any crash.
+    host.stop.abort(reason);
+  }
+
+  async close(graceMs: number): Promise<void> {
+    if (this.#closing) return;
+    this.#closing = true;
+    const pool = this.#pool;
+    if (pool === undefined) return;
+    const hosts = [...this.#hosts.values()].filter((host) => host.alive);
+    for (const host of hosts) {
+      host.batcher.push({ type: 'host.shutdown' });
+      host.batcher.flush();
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, graceMs);
+    });
+    await Promise.race([Promise.allSettled(hosts.map((host) => host.done)), timeout]);
+    clearTimeout(timer);
+    for (const host of this.#hosts.values()) this.#drain(host);
+    await pool.destroy();
+    for (const host of this.#hosts.values()) host.port.close();
+    this.#hosts.clear();
+    this.#pool = undefined;
+  }
+
+  #startHost(): void {
+    const pool = this.#pool;
+    const handlers = this.#handlers;
+    if (pool === undefined || handlers === undefined || this.#closing) return;
+    const { port1, port2 } = new MessageChannel();
+    const id = this.#nextHostId;
+    this.#nextHostId += 1;
+    const task: HostTask = { hostId: id, port: port2 };
+    const stop = new AbortController();
+    const host: LocalHost = {
+      id,
+      port: port1,
+      // Small batches to the host: it starts building actors while the main thread still spawns.
+      batcher: new Batcher((items) => port1.postMessage(items), 16),
+      stop,
+      alive: true,
+      ready: false,
+      done: pool.run(task, { transferList: [port2], signal: stop.signal }),
+      stopReason: undefined,
+    };
+    this.#hosts.set(id, host);
+    port1.on('message', (data: unknown) => this.#receive(host, data));
+    host.done.then(
+      () => this.#down(host, new TroupeError('runtime.worker_exit', 'The worker host ended.')),
+      (error: unknown) => this.#down(host, this.#describeExit(host, error)),
+    );
+    handlers.hostUp(id);
+  }
+
+  #receive(host: LocalHost, data: unknown): void {
+    const handlers = this.#handlers;
+    if (handlers === undefined) return;
+    const { items, invalid } = parseWorkerMessage(data);
+    for (const problem of invalid) {
+      handlers.error(
+        new TroupeError('runtime.protocol', `Host ${host.id} sent an invalid item: ${problem}`),
+        false,
+      );
+    }
+    for (const item of items) {
+      if (item.type === 'host.ready') {
+        host.ready = true;
+        this.#bootFailures = 0;
+      }
+    }
+    handlers.items(host.id, items);
+  }
+
+  // Messages the thread posted before it died are still queued on our end: read them first.
+  #drain(host: LocalHost): void {
+    for (;;) {
+      const message = receiveMessageOnPort(host.port);
+      if (message === undefined) return;
+      this.#receive(host, message.message);
+    }
+  }
+
+  #down(host: LocalHost, error: TroupeError): void {
+    if (!host.alive) return;
+    host.alive = false;
+    host.batcher.close();
+    if (this.#closing) return;
+    this.#drain(host);
+    host.port.close();
+    this.#hosts.delete(host.id);
+    const handlers = this.#handlers;
+    if (handlers === undefined) return;
+    handlers.hostDown(host.id, error);
+    // A host stopped on purpose before it was ready says nothing about whether threads can start.
+    if (!host.ready && host.stopReason === undefined) this.#bootFailures += 1;
+    if (this.#bootFailures >= MAX_BOOT_FAILURES) {
+      if (this.hosts().length === 0) {
+        handlers.error(
+          new TroupeError(
+            'runtime.worker_exit',
+            `Worker threads fail while starting (${this.#bootFailures} in a row; last: ${error.message}). Check that the project is built (npm run build) and that every tool module loads.`,
+          ),
+          true,
+        );
+      }
+      return;
+    }
+    // The pool has replaced the thread; give it a host.
+    this.#startHost();
+  }
+
+  #describeExit(host: LocalHost, error: unknown): TroupeError {
+    const cause = errorMessage(error);
+    const code = (error as { code?: unknown } | undefined)?.code;
+    let what = `the worker thread crashed (${cause})`;
+    if (host.stopReason !== undefined)
+      what = `the worker thread was terminated: ${host.stopReason}`;
+    else if (code === 'ERR_WORKER_OUT_OF_MEMORY')
+      what = `the worker thread ran out of memory (${cause})`;
+    else if (/exited with code/.test(cause)) what = `the worker thread exited (${cause})`;
+    return new TroupeError('runtime.worker_exit', what, {
+      cause: error,
+      details: { hostId: host.id },
+    });
+  }
+}
+
+function asTroupeError(error: unknown, context: string): TroupeError {
+  if (isTroupeError(error)) return error;
+  return new TroupeError('runtime.protocol', `${context}: ${errorMessage(error)}`, {
+    cause: error,
+  });
+}

@@ -1,0 +1,226 @@
+import { z } from 'zod';
+import { ErrorCodeSchema, SerializedErrorSchema, TroupeError } from '../../errors.js';
+import { AgentStopReasonSchema, type UnsequencedEvent } from '../../events/schema.js';
+import { ModelSpecSchema } from '../../model/model.js';
+import { UsageSchema } from '../../model/types.js';
+import { ActorResultSchema } from '../../roles/result.js';
+import { RoleSpecSchema } from '../../roles/role-spec.js';
+import { PermissionTierSchema } from '../../tools/tool.js';
+
+export { type RoleSpec, RoleSpecSchema } from '../../roles/role-spec.js';
+
+/**
+ * The main ⇄ worker protocol. Every message on a host's port is an array of
+ * items, batched per event-loop turn; both sides parse what they receive.
+ * Events (the bulk of the traffic) are validated once, in the worker that
+ * made them, and travel as themselves; every other item is parsed here.
+ */
+
+/** What a host is built from: the thread's workerData. */
+export const HostConfigSchema = z.object({
+  runId: z.string(),
+  workspace: z.string(),
+  outDir: z.string().optional(),
+  grants: z.array(PermissionTierSchema),
+  /** Absolute paths of user ESM modules exporting tools. */
+  toolModules: z.array(z.string()),
+  env: z.record(z.string(), z.string()).optional(),
+  /** True when the main thread answers approval requests. */
+  hasApprove: z.boolean(),
+  /** Run shell and python without the OS sandbox (bubblewrap): the run's `--unsafe-no-sandbox`. */
+  unsafeNoSandbox: z.boolean().optional(),
+});
+export type HostConfig = z.infer<typeof HostConfigSchema>;
+
+/** The end of one actor attempt inside a worker: its end-of-stream marker on the host's port. */
+export const ActorOutcomeSchema = z.object({
+  stopReason: AgentStopReasonSchema,
+  final: z.string(),
+  usage: UsageSchema,
+  steps: z.number().int().nonnegative(),
+  error: SerializedErrorSchema.optional(),
+});
+export type ActorOutcome = z.infer<typeof ActorOutcomeSchema>;
+
+/** An actor's result as a delegating worker actor receives it: the one result schema. */
+export const ActorResultDataSchema = ActorResultSchema;
+
+/**
+ * What a delegating worker actor asks about sub-agents of its own, besides
+ * `delegate`: start one without waiting (`spawn_agent`), wait for some
+ * (`wait_agents`), steer one (`send_message`).
+ */
+export const ChildRequestSchema = z.discriminatedUnion('op', [
+  z.object({ op: z.literal('spawn'), role: z.string(), task: z.string() }),
+  z.object({ op: z.literal('wait'), ids: z.array(z.string()).min(1) }),
+  z.object({ op: z.literal('send'), agentId: z.string(), message: z.string() }),
+]);
+export type ChildRequest = z.infer<typeof ChildRequestSchema>;
+
+/** The main thread's answer to a ChildRequest: a refusal is `ok: false` with a code and message. */
+export const ChildAnswerSchema = z.object({
+  ok: z.boolean(),
+  message: z.string(),
+  code: ErrorCodeSchema.optional(),
+  /** The started sub-agent (spawn). */
+  agentId: z.string().optional(),
+  /** The sub-agents' results, in the order asked (wait). */
+  results: z.array(ActorResultDataSchema).optional(),
+});
+export type ChildAnswer = z.infer<typeof ChildAnswerSchema>;
+
+export const MainToWorkerSchema = z.discriminatedUnion('type', [
+  /** A role, sent once per host; actors name it by key (histories and specs stay put, only deltas cross). */
+  z.object({ type: z.literal('role.define'), key: z.string(), role: RoleSpecSchema }),
+  /** A model spec, sent once per host. */
+  z.object({ type: z.literal('model.define'), key: z.string(), model: ModelSpecSchema }),
+  z.object({
+    type: z.literal('actor.start'),
+    actorId: z.string(),
+    parentId: z.string().optional(),
+    /** Key of a role defined on this host. */
+    role: z.string(),
+    /** Key of a model defined on this host. */
+    model: z.string(),
+    task: z.string(),
+    /** The attempt number, from 1; retries restart the actor from its task. */
+    attempt: z.number().int().positive(),
+  }),
+  z.object({ type: z.literal('actor.cancel'), actorId: z.string(), reason: z.string() }),
+  z.object({
+    type: z.literal('mailbox.deliver'),
+    actorId: z.string(),
+    messageId: z.string(),
+    /** The user message, already formatted (see formatChannelMessage). */
+    content: z.string(),
+    channel: z.string().optional(),
+    from: z.string().optional(),
+  }),
+  z.object({ type: z.literal('channel.closed'), actorId: z.string(), channel: z.string() }),
+  z.object({
+    type: z.literal('publish.answered'),
+    requestId: z.number().int(),
+    ok: z.boolean(),
+    message: z.string(),
+    code: z.string().optional(),
+  }),
+  z.object({
+    type: z.literal('approval.answered'),
+    requestId: z.number().int(),
+    approved: z.boolean(),
+  }),
+  z.object({
+    type: z.literal('spawn.answered'),
+    requestId: z.number().int(),
+    results: z.array(ActorResultDataSchema),
+  }),
+  z.object({
+    type: z.literal('child.answered'),
+    requestId: z.number().int(),
+    answer: ChildAnswerSchema,
+  }),
+  z.object({ type: z.literal('host.shutdown') }),
+]);
+export type MainToWorker = z.infer<typeof MainToWorkerSchema>;
+/** What the main thread sends (before defaults are applied by the worker's parse). */
+export type MainToWorkerInput = z.input<typeof MainToWorkerSchema>;
+
+export const WorkerToMainSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('host.ready'), threadId: z.number().int() }),
+  /** One event (on the wire, the event itself: see WorkerWireItem); the bus stamps its seq. */
+  z.object({ type: z.literal('event'), event: z.unknown() }),
+  /** The end of an attempt; always after the attempt's last event on the same port. */
+  z.object({ type: z.literal('actor.result'), actorId: z.string(), outcome: ActorOutcomeSchema }),
+  /** An Agent run ended and the actor goes on (a subscriber runs several); answers `ask`. */
+  z.object({ type: z.literal('actor.turn'), actorId: z.string(), final: z.string() }),
+  z.object({
+    type: z.literal('mailbox.consumed'),
+    actorId: z.string(),
+    count: z.number().int().positive(),
+  }),
+  z.object({
+    type: z.literal('channel.publish'),
+    requestId: z.number().int(),
+    actorId: z.string(),
+    channel: z.string(),
+    payload: z.unknown(),
+  }),
+  z.object({
+    type: z.literal('approval.requested'),
+    requestId: z.number().int(),
+    actorId: z.string(),
+    tool: z.string(),
+    summary: z.string(),
+  }),
+  z.object({
+    type: z.literal('spawn.requested'),
+    requestId: z.number().int(),
+    actorId: z.string(),
+    tasks: z.array(z.object({ role: z.string(), task: z.string() })),
+    policy: z.enum(['all_settled', 'quorum', 'fail_fast']).optional(),
+    quorum: z.number().int().positive().optional(),
+  }),
+  z.object({
+    type: z.literal('child.requested'),
+    requestId: z.number().int(),
+    actorId: z.string(),
+    request: ChildRequestSchema,
+  }),
+  z.object({ type: z.literal('host.error'), error: SerializedErrorSchema }),
+]);
+export type WorkerToMain = z.infer<typeof WorkerToMainSchema>;
+
+/** The task piscina runs once per thread: the host lives as long as it does. */
+export interface HostTask {
+  hostId: number;
+  /** The host's port (transferred); every item of the protocol goes over it. */
+  port: unknown;
+}
+
+/**
+ * What a host puts on the wire: protocol items, and events as they are (an
+ * item with `v: 1` is an event), which saves a wrapper per event in both
+ * threads; the main thread wraps them back into `event` items.
+ */
+export type WorkerWireItem = Exclude<WorkerToMain, { type: 'event' }> | UnsequencedEvent;
+
+/**
+ * Parses one port message from a worker: an array of items. Events pass
+ * through (validated in the worker that made them; the main thread checks
+ * their envelope); every other item is parsed here. An invalid item is
+ * reported in `invalid` and skipped, never taking the rest of the batch with it.
+ */
+export function parseWorkerMessage(data: unknown): { items: WorkerToMain[]; invalid: string[] } {
+  const items: WorkerToMain[] = [];
+  const invalid: string[] = [];
+  if (!Array.isArray(data)) {
+    invalid.push('a message that is not a batch');
+    return { items, invalid };
+  }
+  for (const item of data) {
+    // The fast path: events are the bulk.
+    if (typeof item === 'object' && item !== null && (item as { v?: unknown }).v === 1) {
+      items.push({ type: 'event', event: item });
+      continue;
+    }
+    const parsed = WorkerToMainSchema.safeParse(item);
+    if (parsed.success) items.push(parsed.data);
+    else invalid.push(z.prettifyError(parsed.error));
+  }
+  return { items, invalid };
+}
+
+// Built once: a host parses every message the main thread sends it.
+const MainToWorkerBatchSchema = z.array(MainToWorkerSchema);
+
+/** Parses one port message from the main thread: an array of items. Throws `runtime.protocol`. */
+export function parseMainMessage(data: unknown): MainToWorker[] {
+  const parsed = MainToWorkerBatchSchema.safeParse(data);
+  if (!parsed.success) {
+    throw new TroupeError(
+      'runtime.protocol',
+      `The main thread sent an invalid message: ${z.prettifyError(parsed.error)}`,
+    );
+  }
+  return parsed.data;
+}

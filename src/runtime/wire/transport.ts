@@ -1,0 +1,39 @@
+import type { TroupeError } from '../../errors.js';
+import type { MainToWorkerInput, WorkerToMain } from './protocol.js';
+
+/**
+ * What the runtime hears from its transport. Items of one host arrive in the
+ * order the host sent them; `hostDown` comes after the last item of that
+ * host, so a host's actors have sent all they ever will by then.
+ */
+export interface TransportHandlers {
+  items(hostId: number, items: WorkerToMain[]): void;
+  /** A host is gone (its thread crashed, exited or was terminated); `error` says why. */
+  hostDown(hostId: number, error: TroupeError): void;
+  /** A new host is up and takes actors (a replacement after a crash, or one of the first). */
+  hostUp(hostId: number): void;
+  /**
+   * An error of the transport itself, not of one host. `fatal` means no host
+   * is left and none will come (threads that fail while starting): the
+   * runtime fails whatever waits for a place.
+   */
+  error(error: TroupeError, fatal: boolean): void;
+}
+
+/**
+ * Where actors run. The runtime speaks only this: hosts by number, protocol
+ * items in and out. `local` is a worker-thread pool; a later transport puts
+ * hosts on other machines. Nothing above this interface knows which.
+ */
+export interface Transport {
+  /** Starts the hosts (idempotent); handlers receive everything from then on. */
+  start(handlers: TransportHandlers): void;
+  /** Live hosts, in a stable order. */
+  hosts(): readonly number[];
+  /** Sends one item to a host; items to one host arrive in order. Ignored for a host that is gone. */
+  send(hostId: number, item: MainToWorkerInput): void;
+  /** Last resort: stops a host at once (a hung actor). Its other actors are lost; hostDown follows. */
+  terminate(hostId: number, reason: string): void;
+  /** Asks every host to shut down, waits up to `graceMs`, then stops what is left. */
+  close(graceMs: number): Promise<void>;
+}

@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import {
+  createPalette,
+  cutToWidth,
+  displayWidth,
+  FrameWriter,
+  stripAnsi,
+  supportsColor,
+} from '../../src/render/terminal.js';
+import { FakeTerminal } from './fake-terminal.js';
+
+describe('displayWidth', () => {
+  it('counts emoji as two columns and ignores ANSI', () => {
+    expect(displayWidth('ab')).toBe(2);
+    expect(displayWidth('✅ ok')).toBe(5);
+    expect(displayWidth(createPalette(true).red('red'))).toBe(3);
+  });
+});
+
+describe('cutToWidth', () => {
+  it('cuts to the width with an ellipsis and resets styles when the text is coloured', () => {
+    expect(cutToWidth('abcdef', 4)).toBe('abc…');
+    const cut = cutToWidth(createPalette(true).green('abcdef'), 4);
+    expect(stripAnsi(cut)).toBe('abc…');
+    expect(cut.endsWith('\u001b[0m')).toBe(true);
+    expect(cutToWidth('short', 10)).toBe('short');
+  });
+});
+
+describe('supportsColor', () => {
+  it('is off when NO_COLOR is set or the output is not a TTY', () => {
+    const tty = new FakeTerminal({ isTTY: true });
+    expect(supportsColor(tty, {})).toBe(true);
+    expect(supportsColor(tty, { NO_COLOR: '1' })).toBe(false);
+    expect(supportsColor(new FakeTerminal(), {})).toBe(false);
+  });
+});
+
+describe('FrameWriter', () => {
+  it('moves the cursor back over the previous frame when it redraws', () => {
+    const output = new FakeTerminal({ isTTY: true, columns: 20 });
+    const frames = new FrameWriter(output);
+    frames.render(['one', 'two']);
+    frames.render(['three']);
+    frames.done();
+    expect(output.writes[0]).toBe('\u001b[?25lone\u001b[K\ntwo\u001b[K\n\u001b[J');
+    expect(output.writes[1]).toBe('\u001b[2Fthree\u001b[K\n\u001b[J');
+    expect(output.writes[2]).toBe('\u001b[?25h');
+  });
+
+  it('cuts lines so that none wraps', () => {
+    const output = new FakeTerminal({ isTTY: true, columns: 10 });
+    new FrameWriter(output).render(['x'.repeat(50)]);
+    expect(stripAnsi(output.text).split('\n')[0]).toBe(`${'x'.repeat(8)}…`);
+  });
+});
