@@ -1,4 +1,5 @@
 import { isTroupeError, type SerializedError, serializeError, TroupeError } from '../errors.js';
+import { makeEvent } from '../events/envelope.js';
 import type {
   AgentStopReason,
   EventPayload,
@@ -479,18 +480,10 @@ export class Agent {
 
   #emit(payload: EventPayload): void {
     const { parentId, role } = this.#config;
-    // Built up in the envelope's key order (v, ts, runId, agentId, parentId,
-    // role, then the payload's own keys), without a temporary per optional key.
-    const event: Record<string, unknown> = {
-      v: 1,
-      ts: Date.now(),
-      runId: this.runId,
-      agentId: this.agentId,
-    };
-    if (parentId !== undefined) event['parentId'] = parentId;
-    if (role !== undefined) event['role'] = role;
-    Object.assign(event, payload);
-    const sequenced = event as unknown as UnsequencedEvent;
+    const sequenced = makeEvent(
+      { runId: this.runId, agentId: this.agentId, parentId, role },
+      payload,
+    );
     this.#config.events?.emit(sequenced);
     if (payload.type === 'callback.error') return;
     // A hook is wrapped (and its closure made) only when it is set.

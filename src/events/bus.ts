@@ -1,13 +1,8 @@
 import { EventEmitter } from 'eventemitter3';
 import { serializeError } from '../errors.js';
-import {
-  type AgentEvent,
-  AgentEventSchema,
-  type AgentEventType,
-  type EventOf,
-  type EventSink,
-  type UnsequencedEvent,
-} from './schema.js';
+import { makeEvent } from './envelope.js';
+import { assertEvent } from './event-check.js';
+import type { AgentEvent, AgentEventType, EventOf, EventSink, UnsequencedEvent } from './schema.js';
 
 /** Removes the listener it was returned for. Calling it twice is harmless. */
 export type Unsubscribe = () => void;
@@ -17,16 +12,20 @@ const ANY = '*';
 /** Options for an EventBus. */
 export interface EventBusOptions {
   /**
-   * Validate each event against the schema before stamping it (default true).
-   * A producer that already validated (the runtime's worker batches) may turn
-   * this off for its own bus.
+   * Validate each event given to `publish` against the schema (default
+   * true). Events given to `adopt` are never checked again: their producer
+   * validated them where they were made.
    */
   validate?: boolean;
 }
 
 /**
- * The single writer of a run's event stream. It validates each event, stamps
- * the global gap-free `seq`, and hands it to listeners. eventemitter3 does not
+ * The single writer of a run's event stream. It validates each event it is
+ * given with `publish`, stamps the global gap-free `seq` and the run's clock
+ * `ts`, and hands it to listeners. `ts` is stamped here, not by producers:
+ * events from many threads arrive in batches, and a producer's clock would
+ * not be monotonic in `seq`; the bus's is (milliseconds since the epoch,
+ * never less than the previous event's). eventemitter3 does not
  * catch, so each listener call is wrapped: a listener that throws becomes a
  * `callback.error` event and never reaches the code that published.
  *
@@ -38,6 +37,7 @@ export class EventBus implements EventSink {
   readonly #emitter = new EventEmitter();
   readonly #validate: boolean;
   #seq = 0;
+  #ts = 0;
   // Events published while listeners run (a callback.error, a listener that
   // publishes) wait here, so every listener sees events in seq order.
   readonly #pending: AgentEvent[] = [];
@@ -54,8 +54,8 @@ export class EventBus implements EventSink {
 
   /** Validates, stamps and delivers one event; returns the stamped event. Throws a ZodError on an invalid event. */
   publish(event: UnsequencedEvent): AgentEvent {
-    const candidate = { ...event, seq: this.#seq } as AgentEvent;
-    const stamped = this.#validate ? AgentEventSchema.parse(candidate) : candidate;
+    if (this.#validate) assertEvent(event);
+    const stamped = { ...event, seq: this.#seq, ts: this.#clock() } as AgentEvent;
     this.#seq += 1;
     this.#pending.push(stamped);
     if (!this.#delivering) this.#drain();
@@ -63,20 +63,27 @@ export class EventBus implements EventSink {
   }
 
   /**
-   * Publishes an event object its producer hands over and never touches
-   * again (a runtime ingesting events a worker sent, fresh from the port):
-   * the seq is stamped onto the object itself instead of onto a copy, which
-   * saves a copy per event on the main thread. Otherwise the same as
-   * publish(): same checks, same order, same delivery.
+   * Publishes an event its producer already validated (with `checkEvent`,
+   * where it was made) and hands over, never touching it again: a runtime
+   * ingesting events a worker sent, fresh from the port. No second check;
+   * `seq` and `ts` are stamped onto the object itself instead of onto a
+   * copy. Same order and delivery as publish().
    */
   adopt(event: UnsequencedEvent): AgentEvent {
-    if (this.#validate) return this.publish(event);
     const stamped = event as AgentEvent;
     stamped.seq = this.#seq;
+    stamped.ts = this.#clock();
     this.#seq += 1;
     this.#pending.push(stamped);
     if (!this.#delivering) this.#drain();
     return stamped;
+  }
+
+  // Wall-clock milliseconds, held back from going backwards (a clock step).
+  #clock(): number {
+    const now = Date.now();
+    if (now > this.#ts) this.#ts = now;
+    return this.#ts;
   }
 
   /** EventSink: the same as publish, for producers that do not need the stamped event. */
@@ -142,17 +149,13 @@ export class EventBus implements EventSink {
     // A listener that throws on callback.error itself is not reported again:
     // that would loop forever.
     if (source.type === 'callback.error') return;
-    this.publish({
-      v: 1,
-      ts: Date.now(),
-      runId: source.runId,
-      agentId: source.agentId,
-      ...(source.parentId === undefined ? {} : { parentId: source.parentId }),
-      ...(source.role === undefined ? {} : { role: source.role }),
-      type: 'callback.error',
-      callback: `listener for ${source.type}`,
-      error: serializeError(error),
-    });
+    this.publish(
+      makeEvent(source, {
+        type: 'callback.error',
+        callback: `listener for ${source.type}`,
+        error: serializeError(error),
+      }),
+    );
   }
 }
 

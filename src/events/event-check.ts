@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { plainError, TroupeError } from '../errors.js';
+import { makeEvent } from './envelope.js';
 import { AgentEventSchema, EVENT_TYPES, type UnsequencedEvent } from './schema.js';
 
 // The event union without `seq`: what producers emit before the bus stamps it.
@@ -217,10 +218,10 @@ const CHECKS: ReadonlyMap<string, Check> = new Map(
 );
 
 /**
- * Validates an event where it is produced. The runtime validates each event
- * exactly once: worker events in their worker (in parallel, off the main
- * thread), main-thread events in the main thread; its bus then only stamps
- * the seq. An invalid event becomes a `callback.error` event naming what was
+ * Validates an event where it is produced. Each event is validated exactly
+ * once: worker events in their worker (in parallel, off the main thread),
+ * then adopted by the bus without a second check; main-thread events by the
+ * runtime's sink, or by `EventBus.publish` for events published directly. An invalid event becomes a `callback.error` event naming what was
  * wrong, never dropped silently.
  */
 export function checkEvent(event: UnsequencedEvent): UnsequencedEvent {
@@ -233,15 +234,22 @@ export function checkEvent(event: UnsequencedEvent): UnsequencedEvent {
     'runtime.protocol',
     `An invalid ${String((event as { type?: unknown }).type)} event was not published: ${z.prettifyError(parsed.error)}`,
   );
-  return {
-    v: 1,
-    ts: Date.now(),
-    runId: String(event.runId),
-    agentId: typeof event.agentId === 'string' ? event.agentId : 'runtime',
-    type: 'callback.error',
-    callback: 'event validation',
-    error: plainError(error),
-  };
+  return makeEvent(
+    {
+      runId: String(event.runId),
+      agentId: typeof event.agentId === 'string' ? event.agentId : 'runtime',
+    },
+    { type: 'callback.error', callback: 'event validation', error: plainError(error) },
+  );
+}
+
+/**
+ * Validates an event published straight onto a bus: the compiled check, and
+ * zod when it says no, which throws a ZodError saying what is wrong.
+ */
+export function assertEvent(event: UnsequencedEvent): void {
+  if (CHECKS.get(event.type)?.(event) === true) return;
+  UnsequencedEventSchema.parse(event);
 }
 
 /**

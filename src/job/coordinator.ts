@@ -1,6 +1,7 @@
 import { Agent, type AgentResult } from '../agent/agent.js';
 import { plainError, type SerializedError, TroupeError } from '../errors.js';
-import type { EventPayload, RunStatus, UnsequencedEvent } from '../events/schema.js';
+import { makeEvent } from '../events/envelope.js';
+import type { EventPayload, RunStatus } from '../events/schema.js';
 import { createModel, describeModel, type Model, type ModelSpec } from '../model/model.js';
 import { addUsage, type Usage } from '../model/types.js';
 import {
@@ -188,14 +189,9 @@ export async function runJob(options: JobOptions): Promise<JobResult> {
   const { runtime, task, signal } = options;
   const spec = options.model ?? runtime.defaultModel;
   const emit = (payload: EventPayload): void => {
-    runtime.events.emit({
-      v: 1,
-      ts: Date.now(),
-      runId: runtime.runId,
-      agentId: COORDINATOR_ID,
-      role: COORDINATOR_ID,
-      ...payload,
-    } as UnsequencedEvent);
+    runtime.events.emit(
+      makeEvent({ runId: runtime.runId, agentId: COORDINATOR_ID, role: COORDINATOR_ID }, payload),
+    );
   };
   runtime.registerRoot(COORDINATOR_ID, { model: spec, task });
   emit({ type: 'run.started', task });

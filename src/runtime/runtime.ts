@@ -1,7 +1,8 @@
 import { plainError, TroupeError } from '../errors.js';
 import { EventBus, type Unsubscribe } from '../events/bus.js';
+import { makeEvent } from '../events/envelope.js';
 import { checkEvent } from '../events/event-check.js';
-import type { EventPayload, EventSink, UnsequencedEvent } from '../events/schema.js';
+import type { EventPayload, EventSink } from '../events/schema.js';
 import type { ModelSpec } from '../model/model.js';
 import type { AnyRole } from '../roles/role.js';
 import { RoleRegistry } from '../roles/role-registry.js';
@@ -65,8 +66,9 @@ export class Runtime {
 
   constructor(options: RuntimeOptions) {
     this.#options = options;
-    // Each event is validated once where it is made (workers validate theirs); this bus only stamps seq.
-    this.bus = options.bus ?? new EventBus({ validate: false });
+    // Each event is validated once, where it is made: worker events in their
+    // worker, main-thread events by `events` below; the bus adopts them unchecked.
+    this.bus = options.bus ?? new EventBus();
     this.runId = options.runId ?? createRunId();
     this.#roles = new RoleRegistry(options.roles ?? []);
     this.#graceMs = options.cancelGraceMs ?? 5000;
@@ -157,11 +159,12 @@ export class Runtime {
 
   /**
    * Where main-thread producers (the coordinator) put their events: each is
-   * validated, then published on the bus.
+   * validated here (an invalid one becomes a callback.error), then adopted by
+   * the bus without a second check.
    */
   readonly events: EventSink = {
     emit: (event) => {
-      this.bus.publish(checkEvent(event));
+      this.bus.adopt(checkEvent(event));
     },
   };
 
@@ -388,14 +391,6 @@ export class Runtime {
     const reused = record === undefined ? this.#resume.who(agentId) : undefined;
     const parentId = record?.parentId ?? reused?.parentId;
     const role = record?.role.name ?? reused?.role;
-    this.events.emit({
-      v: 1,
-      ts: Date.now(),
-      runId: this.runId,
-      agentId,
-      ...(parentId === undefined ? {} : { parentId }),
-      ...(role === undefined ? {} : { role }),
-      ...payload,
-    } as UnsequencedEvent);
+    this.events.emit(makeEvent({ runId: this.runId, agentId, parentId, role }, payload));
   }
 }

@@ -108,14 +108,28 @@ describe('EventBus ordering', () => {
     expect(Object.keys(stamped).at(-1)).toBe('seq');
   });
 
-  it('validates and copies an adopted event when the bus validates', () => {
+  it('adopts an event its producer validated: no second check, stamped in place', () => {
     const bus = new EventBus();
     const handedOver = progress('checked');
     const stamped = bus.adopt(handedOver);
-    expect(stamped).not.toBe(handedOver);
+    expect(stamped).toBe(handedOver);
     expect(stamped).toMatchObject({ seq: 0, note: 'checked' });
-    expect(() => bus.adopt({ ...progress('x'), note: 5 } as unknown as UnsequencedEvent)).toThrow();
+    // publish() checks; adopt() trusts the producer's checkEvent.
+    expect(() =>
+      bus.publish({ ...progress('x'), note: 5 } as unknown as UnsequencedEvent),
+    ).toThrow();
     expect(bus.nextSeq).toBe(1);
+  });
+
+  it('stamps ts itself, monotonic in seq, whatever the producers said', () => {
+    const bus = new EventBus();
+    const late = { ...progress('late'), ts: Date.now() + 60_000 };
+    const early = { ...progress('early'), ts: 1 };
+    const a = bus.publish(late);
+    const b = bus.adopt(early);
+    expect(b.seq).toBe(a.seq + 1);
+    expect(b.ts).toBeGreaterThanOrEqual(a.ts);
+    expect(a.ts).toBeLessThan(late.ts);
   });
 });
 

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TroupeError } from '../../src/errors.js';
 import { LocalTransport } from '../../src/runtime/wire/local-transport.js';
-import type { WorkerToMain } from '../../src/runtime/wire/protocol.js';
+import type { WorkerWireItem } from '../../src/runtime/wire/protocol.js';
 import type { TransportHandlers } from '../../src/runtime/wire/transport.js';
 
 const open: LocalTransport[] = [];
@@ -37,8 +37,8 @@ function startTransport() {
     }
   };
   const handlers: TransportHandlers = {
-    items: (hostId: number, items: WorkerToMain[]) => {
-      if (items.some((item) => item.type === 'host.ready')) hear({ kind: 'ready', hostId });
+    items: (hostId: number, items: WorkerWireItem[]) => {
+      if (items.some((item) => (item as { type?: string }).type === 'host.ready')) hear({ kind: 'ready', hostId });
     },
     hostDown: (hostId, error) => hear({ kind: 'down', hostId, error }),
     hostUp: (hostId) => hear({ kind: 'up', hostId }),

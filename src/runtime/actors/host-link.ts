@@ -5,7 +5,13 @@ import type { EventPayload } from '../../events/schema.js';
 import type { DelegateInput } from '../../roles/delegation-tools.js';
 import type { ApprovalRequest } from '../../tools/tool.js';
 import type { Router } from '../messaging/router.js';
-import type { ChildAnswer, ChildRequest, WorkerToMain } from '../wire/protocol.js';
+import {
+  type ChildAnswer,
+  type ChildRequest,
+  isWireEvent,
+  type WorkerToMain,
+  type WorkerWireItem,
+} from '../wire/protocol.js';
 import type { ActorResult } from './actor.js';
 import type { ActorTable } from './actor-table.js';
 import type { ActorLifecycle } from './lifecycle.js';
@@ -43,13 +49,14 @@ export class HostLink {
   }
 
   /** Acts on one batch from a host, in order. */
-  items(hostId: number, items: readonly WorkerToMain[]): void {
+  items(hostId: number, items: readonly WorkerWireItem[]): void {
     const { table, lifecycle } = this.#deps;
     for (const item of items) {
+      if (isWireEvent(item)) {
+        this.#ingest(item);
+        continue;
+      }
       switch (item.type) {
-        case 'event':
-          this.#ingest(item.event);
-          break;
         case 'actor.result': {
           const record = table.get(item.actorId);
           // A result from a host the actor no longer runs on is stale.

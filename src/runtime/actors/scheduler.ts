@@ -1,13 +1,13 @@
 import type { TroupeError } from '../../errors.js';
 import type { ModelSpec } from '../../model/model.js';
 import { type AnyRole, toRoleSpec } from '../../roles/role.js';
-import type { MainToWorkerInput, WorkerToMain } from '../wire/protocol.js';
+import type { MainToWorkerInput, WorkerWireItem } from '../wire/protocol.js';
 import type { Transport } from '../wire/transport.js';
 import type { ActorRecord } from './actor.js';
 
 /** What the scheduler reports up to the runtime. */
 export interface SchedulerEvents {
-  items(hostId: number, items: WorkerToMain[]): void;
+  items(hostId: number, items: WorkerWireItem[]): void;
   hostDown(hostId: number, error: TroupeError): void;
   error(error: TroupeError, fatal: boolean): void;
   /** Channels already closed for an actor (a (re)started attempt is told again). */

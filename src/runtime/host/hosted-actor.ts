@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Agent } from '../../agent/agent.js';
 import { serializeError, TroupeError } from '../../errors.js';
+import { makeEvent } from '../../events/envelope.js';
 import type { EventPayload, UnsequencedEvent } from '../../events/schema.js';
 import type { Model } from '../../model/model.js';
 import { addUsage, emptyUsage, type Message, type Usage } from '../../model/types.js';
@@ -238,15 +239,12 @@ export class HostedActor {
 
   #emit(payload: EventPayload): void {
     const { start, config } = this.#options;
-    const event: Record<string, unknown> = {
-      v: 1,
-      ts: Date.now(),
-      runId: config.runId,
-      agentId: this.id,
-    };
-    if (start.parentId !== undefined) event['parentId'] = start.parentId;
-    event['role'] = this.#role.name;
-    this.#options.emit(Object.assign(event, payload) as unknown as UnsequencedEvent);
+    this.#options.emit(
+      makeEvent(
+        { runId: config.runId, agentId: this.id, parentId: start.parentId, role: this.#role.name },
+        payload,
+      ),
+    );
   }
 }
 

@@ -127,8 +127,6 @@ export type MainToWorkerInput = z.input<typeof MainToWorkerSchema>;
 
 export const WorkerToMainSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('host.ready'), threadId: z.number().int() }),
-  /** One event (on the wire, the event itself: see WorkerWireItem); the bus stamps its seq. */
-  z.object({ type: z.literal('event'), event: z.unknown() }),
   /** The end of an attempt; always after the attempt's last event on the same port. */
   z.object({ type: z.literal('actor.result'), actorId: z.string(), outcome: ActorOutcomeSchema }),
   /** An Agent run ended and the actor goes on (a subscriber runs several); answers `ask`. */
@@ -178,11 +176,16 @@ export interface HostTask {
 }
 
 /**
- * What a host puts on the wire: protocol items, and events as they are (an
- * item with `v: 1` is an event), which saves a wrapper per event in both
- * threads; the main thread wraps them back into `event` items.
+ * What a host puts on the wire and the main thread acts on: protocol items,
+ * and events as themselves (an item with `v: 1` is an event), with no
+ * wrapper in either thread.
  */
-export type WorkerWireItem = Exclude<WorkerToMain, { type: 'event' }> | UnsequencedEvent;
+export type WorkerWireItem = WorkerToMain | UnsequencedEvent;
+
+/** True when a wire item is an event (events carry `v: 1`; protocol items never do). */
+export function isWireEvent(item: WorkerWireItem): item is UnsequencedEvent {
+  return (item as { v?: unknown }).v === 1;
+}
 
 /**
  * Parses one port message from a worker: an array of items. Events pass
@@ -190,8 +193,11 @@ export type WorkerWireItem = Exclude<WorkerToMain, { type: 'event' }> | Unsequen
  * their envelope); every other item is parsed here. An invalid item is
  * reported in `invalid` and skipped, never taking the rest of the batch with it.
  */
-export function parseWorkerMessage(data: unknown): { items: WorkerToMain[]; invalid: string[] } {
-  const items: WorkerToMain[] = [];
+export function parseWorkerMessage(data: unknown): {
+  items: WorkerWireItem[];
+  invalid: string[];
+} {
+  const items: WorkerWireItem[] = [];
   const invalid: string[] = [];
   if (!Array.isArray(data)) {
     invalid.push('a message that is not a batch');
@@ -200,7 +206,8 @@ export function parseWorkerMessage(data: unknown): { items: WorkerToMain[]; inva
   for (const item of data) {
     // The fast path: events are the bulk.
     if (typeof item === 'object' && item !== null && (item as { v?: unknown }).v === 1) {
-      items.push({ type: 'event', event: item });
+      // Checked by the host link (envelope) before the bus adopts it.
+      items.push(item as UnsequencedEvent);
       continue;
     }
     const parsed = WorkerToMainSchema.safeParse(item);

@@ -1,5 +1,5 @@
 import type { TroupeError } from '../../errors.js';
-import type { MainToWorkerInput, WorkerToMain } from './protocol.js';
+import type { MainToWorkerInput, WorkerWireItem } from './protocol.js';
 
 /**
  * What the runtime hears from its transport. Items of one host arrive in the
@@ -7,7 +7,7 @@ import type { MainToWorkerInput, WorkerToMain } from './protocol.js';
  * host, so a host's actors have sent all they ever will by then.
  */
 export interface TransportHandlers {
-  items(hostId: number, items: WorkerToMain[]): void;
+  items(hostId: number, items: WorkerWireItem[]): void;
   /** A host is gone (its thread crashed, exited or was terminated); `error` says why. */
   hostDown(hostId: number, error: TroupeError): void;
   /** A new host is up and takes actors (a replacement after a crash, or one of the first). */
