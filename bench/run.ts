@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent } from '../src/agent/agent.js';
 import { EventBus, waitForEvent } from '../src/events/bus.js';
+import { AgentEventSchema } from '../src/events/schema.js';
+import { TraceWriter } from '../src/events/trace.js';
 import type { ModelSpec } from '../src/model/model.js';
 import { ScriptedModel } from '../src/model/providers/scripted.js';
 import type { Script } from '../src/model/script.js';
@@ -93,9 +95,22 @@ function collectGarbage(): void {
   (globalThis as { gc?: () => void }).gc?.();
 }
 
+// The runtime as `troupe run` builds it: its own EventBus with the run's
+// trace writer attached (every event serialized, redacted and written), so
+// the numbers are those of what the CLI ships, not of a bare runtime.
+// TROUPE_BENCH_REVALIDATE=1 puts back the old second zod parse of every
+// worker event on the main thread, to measure what removing it gained.
 async function withRuntime<T>(spec: ModelSpec, run: (runtime: Runtime) => Promise<T>): Promise<T> {
   const workspace = mkdtempSync(join(tmpdir(), 'troupe-bench-'));
+  const bus = new EventBus();
+  if (process.env['TROUPE_BENCH_REVALIDATE'] === '1') {
+    const adopt = bus.adopt.bind(bus);
+    bus.adopt = (event) => adopt(AgentEventSchema.parse({ ...event, seq: 0 }));
+  }
+  const trace = new TraceWriter(join(workspace, 'run', 'trace.jsonl'));
+  trace.attach(bus);
   const runtime = new Runtime({
+    bus,
     model: spec,
     roles: [bencher, quick],
     workspace,
@@ -109,6 +124,7 @@ async function withRuntime<T>(spec: ModelSpec, run: (runtime: Runtime) => Promis
     return await run(runtime);
   } finally {
     await runtime.close();
+    trace.close();
     rmSync(workspace, { recursive: true, force: true });
   }
 }
