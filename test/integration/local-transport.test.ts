@@ -38,7 +38,8 @@ function startTransport() {
   };
   const handlers: TransportHandlers = {
     items: (hostId: number, items: WorkerWireItem[]) => {
-      if (items.some((item) => (item as { type?: string }).type === 'host.ready')) hear({ kind: 'ready', hostId });
+      if (items.some((item) => (item as { type?: string }).type === 'host.ready'))
+        hear({ kind: 'ready', hostId });
     },
     hostDown: (hostId, error) => hear({ kind: 'down', hostId, error }),
     hostUp: (hostId) => hear({ kind: 'up', hostId }),
