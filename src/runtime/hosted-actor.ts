@@ -37,6 +37,8 @@ export interface HostedActorOptions {
   turn(final: string): void;
   requests: HostRequests;
   env?: NodeJS.ProcessEnv | undefined;
+  /** Settles when the actor's tools are ready (its MCP servers started); a rejection fails the actor. */
+  ready?: Promise<unknown> | undefined;
 }
 
 const NO_MESSAGES: readonly Message[] = Object.freeze([]);
@@ -108,6 +110,7 @@ export class HostedActor {
     let usage: Usage = emptyUsage();
     let steps = 0;
     try {
+      await this.#options.ready;
       const agent = this.#buildAgent();
       let input = this.#options.start.task;
       for (;;) {

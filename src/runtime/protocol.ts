@@ -3,6 +3,7 @@ import { ErrorCodeSchema, SerializedErrorSchema, TroupeError } from '../errors.j
 import { AgentStopReasonSchema, type UnsequencedEvent } from '../events/schema.js';
 import { ModelSpecSchema } from '../model/model.js';
 import { UsageSchema } from '../model/types.js';
+import { McpRoleAccessSchema, McpServerConfigSchema } from '../mcp/config.js';
 import { PermissionTierSchema } from '../tools/tool.js';
 import { ChannelSpecSchema } from './channel.js';
 
@@ -26,6 +27,8 @@ export const HostConfigSchema = z.object({
   hasApprove: z.boolean(),
   /** Run shell and python without the OS sandbox (bubblewrap): the run's `--unsafe-no-sandbox`. */
   unsafeNoSandbox: z.boolean().optional(),
+  /** The run's MCP servers by name (`RuntimeOptions.mcp`); each host starts those its actors need. */
+  mcp: z.record(z.string(), McpServerConfigSchema).optional(),
 });
 export type HostConfig = z.infer<typeof HostConfigSchema>;
 
@@ -45,6 +48,8 @@ export const RoleSpecSchema = z.object({
     })
     .optional(),
   stream: z.boolean().optional(),
+  /** The MCP servers (and optionally tools) the role may use. */
+  mcp: z.array(McpRoleAccessSchema).optional(),
 });
 export type RoleSpec = z.infer<typeof RoleSpecSchema>;
 
