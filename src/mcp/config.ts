@@ -79,7 +79,10 @@ export function serverTiers(server: McpServerConfig): PermissionTier[] {
  * @example
  * parseMcpConfig({ mcpServers: { fs: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '.'] } } });
  */
-export function parseMcpConfig(data: unknown, source = 'the MCP config'): Record<string, McpServerConfig> {
+export function parseMcpConfig(
+  data: unknown,
+  source = 'the MCP config',
+): Record<string, McpServerConfig> {
   if (typeof data !== 'object' || data === null || Array.isArray(data)) {
     throw new TroupeError(
       'usage.invalid_option',
@@ -89,14 +92,22 @@ export function parseMcpConfig(data: unknown, source = 'the MCP config'): Record
   const record = data as Record<string, unknown>;
   const servers = 'mcpServers' in record ? record['mcpServers'] : record;
   if (typeof servers !== 'object' || servers === null || Array.isArray(servers)) {
-    throw new TroupeError('usage.invalid_option', `${source}: "mcpServers" must be an object of servers by name.`);
+    throw new TroupeError(
+      'usage.invalid_option',
+      `${source}: "mcpServers" must be an object of servers by name.`,
+    );
   }
   const out: Record<string, McpServerConfig> = {};
   for (const [name, value] of Object.entries(servers)) {
     if (!MCP_SERVER_NAME_PATTERN.test(name) || name.length > 32) {
       throw new TroupeError(
         'usage.invalid_option',
-        `${source}: server name "${name}" cannot prefix tool names; use at most 32 letters, digits, - and single _ (e.g. "${name.replace(/[^a-zA-Z0-9-]+/g, '-').replace(/^-+/, '').slice(0, 32) || 'server'}").`,
+        `${source}: server name "${name}" cannot prefix tool names; use at most 32 letters, digits, - and single _ (e.g. "${
+          name
+            .replace(/[^a-zA-Z0-9-]+/g, '-')
+            .replace(/^-+/, '')
+            .slice(0, 32) || 'server'
+        }").`,
       );
     }
     const parsed = McpServerConfigSchema.safeParse(value);
@@ -124,13 +135,19 @@ export function loadMcpConfig(path: string): Record<string, McpServerConfig> {
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    throw new TroupeError('usage.invalid_option', `Cannot read the MCP config ${path}: ${errorMessage(error)}.`);
+    throw new TroupeError(
+      'usage.invalid_option',
+      `Cannot read the MCP config ${path}: ${errorMessage(error)}.`,
+    );
   }
   let data: unknown;
   try {
     data = JSON.parse(text);
   } catch (error) {
-    throw new TroupeError('usage.invalid_option', `The MCP config ${path} is not valid JSON: ${errorMessage(error)}.`);
+    throw new TroupeError(
+      'usage.invalid_option',
+      `The MCP config ${path} is not valid JSON: ${errorMessage(error)}.`,
+    );
   }
   return parseMcpConfig(data, `The MCP config ${path}`);
 }
@@ -194,7 +211,9 @@ export function checkRoleMcp(
     }
   }
   if (missing.size === 0) return undefined;
-  const needs = [...missing].map(([tier, names]) => `${tier} (for ${names.join(', ')})`).join(' and ');
+  const needs = [...missing]
+    .map(([tier, names]) => `${tier} (for ${names.join(', ')})`)
+    .join(' and ');
   const suggested = PERMISSION_TIERS.filter((tier) => grants.includes(tier) || missing.has(tier));
   return new TroupeError(
     'permission.denied',
@@ -209,13 +228,16 @@ export function checkRoleMcp(
  * An unset variable without a default throws `usage.invalid_option`.
  */
 export function expandEnv(value: string, env: NodeJS.ProcessEnv, where: string): string {
-  return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g, (_, name: string, fallback?: string) => {
-    const found = env[name];
-    if (found !== undefined && found !== '') return found;
-    if (fallback !== undefined) return fallback;
-    throw new TroupeError(
-      'usage.invalid_option',
-      `${where} uses \${${name}}, which is not set in the environment. Set it, or write \${${name}:-default}.`,
-    );
-  });
+  return value.replace(
+    /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g,
+    (_, name: string, fallback?: string) => {
+      const found = env[name];
+      if (found !== undefined && found !== '') return found;
+      if (fallback !== undefined) return fallback;
+      throw new TroupeError(
+        'usage.invalid_option',
+        `${where} uses \${${name}}, which is not set in the environment. Set it, or write \${${name}:-default}.`,
+      );
+    },
+  );
 }

@@ -87,13 +87,21 @@ export class McpConnection {
   }
 
   /** Calls a tool. Rejects with a TroupeError the registry turns into an error result. */
-  async call(tool: string, args: Record<string, unknown>, signal: AbortSignal): Promise<McpCallResult> {
+  async call(
+    tool: string,
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<McpCallResult> {
     await this.start();
     if (this.#client === undefined) await this.#ready;
     const client = this.#client;
-    if (this.#closed) throw new TroupeError('runtime.closed', `MCP server "${this.name}" was closed.`);
+    if (this.#closed)
+      throw new TroupeError('runtime.closed', `MCP server "${this.name}" was closed.`);
     if (client === undefined) {
-      throw this.#failure ?? new TroupeError('mcp.unavailable', `MCP server "${this.name}" is not connected.`);
+      throw (
+        this.#failure ??
+        new TroupeError('mcp.unavailable', `MCP server "${this.name}" is not connected.`)
+      );
     }
     try {
       return (await client.callTool({ name: tool, arguments: args }, undefined, {
@@ -109,9 +117,13 @@ export class McpConnection {
           `MCP server "${this.name}" stopped during the call to ${tool} (${errorMessage(error)})${this.#stderrNote()}; it is being restarted, so the call may be tried again.`,
         );
       }
-      throw new TroupeError('tool.failed', `MCP server "${this.name}": ${tool} failed: ${errorMessage(error)}`, {
-        cause: error,
-      });
+      throw new TroupeError(
+        'tool.failed',
+        `MCP server "${this.name}": ${tool} failed: ${errorMessage(error)}`,
+        {
+          cause: error,
+        },
+      );
     }
   }
 
@@ -244,8 +256,9 @@ export class McpConnection {
     const args = (server.args ?? []).map((arg) => expandEnv(arg, base, `${where} args`));
     const cwd = path.resolve(workspace, server.cwd ?? '.');
     const command = expandEnv(server.command, base, `${where} command`);
-    const program =
-      command.includes('/') ? path.resolve(cwd, command) : resolveProgram(command, env, workspace);
+    const program = command.includes('/')
+      ? path.resolve(cwd, command)
+      : resolveProgram(command, env, workspace);
     if (program === undefined) {
       throw new TroupeError(
         'mcp.unavailable',

@@ -71,13 +71,18 @@ export function createMcpTool(options: {
   const { server, info, call } = options;
   const name = mcpToolName(server, info.name);
   if (!TOOL_NAME_PATTERN.test(name)) {
-    throw new TroupeError('usage.invalid_option', `MCP tool "${info.name}" of ${server} has no usable name.`);
+    throw new TroupeError(
+      'usage.invalid_option',
+      `MCP tool "${info.name}" of ${server} has no usable name.`,
+    );
   }
   const jsonSchema = objectSchema(info.inputSchema);
   const title = info.title !== undefined && info.title !== info.name ? `${info.title}. ` : '';
   return {
     name,
-    description: `${title}${info.description ?? ''}`.trim() || `The ${info.name} tool of the MCP server ${server}.`,
+    description:
+      `${title}${info.description ?? ''}`.trim() ||
+      `The ${info.name} tool of the MCP server ${server}.`,
     parameters: zodFromJsonSchema(jsonSchema),
     tiers: [...options.tiers],
     jsonSchema,
@@ -126,7 +131,9 @@ export function renderMcpResult(result: McpCallResult): string {
         break;
       case 'image':
       case 'audio':
-        parts.push(`[${block.type} ${block.mimeType ?? ''}, ${approximateBytes(block.data)} bytes, not shown]`);
+        parts.push(
+          `[${block.type} ${block.mimeType ?? ''}, ${approximateBytes(block.data)} bytes, not shown]`,
+        );
         break;
       case 'resource':
         parts.push(

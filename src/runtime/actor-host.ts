@@ -1,9 +1,9 @@
 import { errorMessage, serializeError, TroupeError } from '../errors.js';
 import type { UnsequencedEvent } from '../events/schema.js';
-import { createModel, type Model, type ModelSpec } from '../model/model.js';
-import { ScriptedModel } from '../model/providers/scripted.js';
 import type { McpRoleAccess } from '../mcp/config.js';
 import { McpHub } from '../mcp/hub.js';
+import { createModel, type Model, type ModelSpec } from '../model/model.js';
+import { ScriptedModel } from '../model/providers/scripted.js';
 import { emptyUsage } from '../model/types.js';
 import { ToolRegistry } from '../tools/registry.js';
 import type { AnyTool } from '../tools/tool.js';

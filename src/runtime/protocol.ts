@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { ErrorCodeSchema, SerializedErrorSchema, TroupeError } from '../errors.js';
 import { AgentStopReasonSchema, type UnsequencedEvent } from '../events/schema.js';
+import { McpRoleAccessSchema, McpServerConfigSchema } from '../mcp/config.js';
 import { ModelSpecSchema } from '../model/model.js';
 import { UsageSchema } from '../model/types.js';
-import { McpRoleAccessSchema, McpServerConfigSchema } from '../mcp/config.js';
 import { PermissionTierSchema } from '../tools/tool.js';
 import { ChannelSpecSchema } from './channel.js';
 

@@ -99,7 +99,12 @@ export class ToolIndex {
     }
     try {
       assertRoleGranted(role.name, tools, grants);
-      return checkRoleMcp(role.name, roleMcpAccess(role.name, role.mcp ?? [], this.#mcp), this.#mcp, grants);
+      return checkRoleMcp(
+        role.name,
+        roleMcpAccess(role.name, role.mcp ?? [], this.#mcp),
+        this.#mcp,
+        grants,
+      );
     } catch (error) {
       return error instanceof TroupeError
         ? error

@@ -1,8 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { McpHub } from '../../src/mcp/hub.js';
-import { ToolRegistry } from '../../src/tools/registry.js';
 import { probeSandbox } from '../../src/tools/os-sandbox.js';
+import { ToolRegistry } from '../../src/tools/registry.js';
 import type { PermissionTier, ToolContext } from '../../src/tools/tool.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/mcp/fixture-server.mjs', import.meta.url));
@@ -121,7 +121,10 @@ describe('MCP tools through the registry', () => {
     expect((await tools.call(call('fx__add_tool', { name: 'hello' }), context())).ok).toBe(true);
     await changed;
     expect(tools.names).toContain('fx__hello');
-    expect(await tools.call(call('fx__hello'), context())).toEqual({ ok: true, content: 'hello here' });
+    expect(await tools.call(call('fx__hello'), context())).toEqual({
+      ok: true,
+      content: 'hello here',
+    });
   });
 
   it('fails clearly when a server cannot start', async () => {
