@@ -241,3 +241,17 @@ export function expandEnv(value: string, env: NodeJS.ProcessEnv, where: string):
     },
   );
 }
+
+/**
+ * Servers no role can reach: neither a role's `mcp` nor the server's
+ * `troupe.roles` names it, so its tools would never be offered. For a warning.
+ */
+export function unreachableServers(
+  servers: McpServers,
+  roles: readonly { name: string; mcp?: readonly McpRoleAccess[] | undefined }[],
+): string[] {
+  const named = new Set(roles.flatMap((role) => (role.mcp ?? []).map((access) => access.server)));
+  return Object.entries(servers)
+    .filter(([name, server]) => !named.has(name) && (server.troupe?.roles ?? []).length === 0)
+    .map(([name]) => name);
+}
