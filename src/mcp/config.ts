@@ -110,6 +110,12 @@ export function parseMcpConfig(
         }").`,
       );
     }
+    if ((value as { type?: unknown } | null)?.type === 'sse') {
+      throw new TroupeError(
+        'usage.invalid_option',
+        `${source}: server "${name}" uses the deprecated SSE transport; troupe speaks stdio and Streamable HTTP (most servers serve it at /mcp).`,
+      );
+    }
     const parsed = McpServerConfigSchema.safeParse(value);
     if (!parsed.success) {
       const hint =
@@ -117,12 +123,6 @@ export function parseMcpConfig(
           ? z.prettifyError(parsed.error)
           : 'an entry needs "command" (stdio, with optional "args" and "env") or "url" (Streamable HTTP, with optional "headers").';
       throw new TroupeError('usage.invalid_option', `${source}: server "${name}": ${hint}`);
-    }
-    if ((value as { type?: unknown }).type === 'sse') {
-      throw new TroupeError(
-        'usage.invalid_option',
-        `${source}: server "${name}" uses the deprecated SSE transport; troupe speaks stdio and Streamable HTTP (most servers serve it at /mcp).`,
-      );
     }
     out[name] = parsed.data;
   }

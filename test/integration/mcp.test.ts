@@ -183,6 +183,24 @@ describe('MCP servers as tool sources for roles', () => {
     expect(after?.content).not.toBe(before?.content);
   });
 
+  it('starts a stdio server once per worker host, not per actor', async () => {
+    const pidder = defineRole({
+      name: 'pidder',
+      description: 'asks which process answers',
+      system: 'Ask.',
+      mcp: [{ server: 'fx', tools: ['pid'] }],
+      model: scripted(call('fx__pid'), answer('asked')),
+    });
+    const { runtime, events } = runtimeWith([pidder]);
+    runtime.registerRoot('coordinator', { model: runtime.defaultModel, task: 'pids' });
+    const refs = [1, 2, 3].map(() => runtime.spawn('pidder', 'go', { parent: 'coordinator' }));
+    const results = await Promise.all(refs.map((ref) => ref.result));
+    expect(results.every((result) => result.status === 'completed')).toBe(true);
+    const answers = ofType(events, 'tool.result').map((event) => event.content);
+    expect(answers).toHaveLength(3);
+    expect(new Set(answers).size).toBe(1);
+  });
+
   it('refuses at spawn a role whose server needs an ungranted tier, with the --allow fix', async () => {
     const adder = defineRole({
       name: 'adder',
