@@ -9,6 +9,9 @@ import {
 } from '../../src/mcp/config.js';
 import { mcpToolName, renderMcpResult } from '../../src/mcp/mcp-tool.js';
 
+/** `${NAME}` as the config writes it. */
+const ref = (body: string): string => `\${${body}}`;
+
 describe('parseMcpConfig', () => {
   it('reads the mcpServers format of Claude Desktop, Claude Code and Cursor', () => {
     const servers = parseMcpConfig({
@@ -20,7 +23,7 @@ describe('parseMcpConfig', () => {
         remote: {
           type: 'http',
           url: 'https://example.com/mcp',
-          headers: { Authorization: 'Bearer ${TOKEN}' },
+          headers: { Authorization: `Bearer ${ref('TOKEN')}` },
         },
         local_db: {
           command: 'db-mcp',
@@ -104,10 +107,10 @@ describe('names, env and results', () => {
     expect(long).not.toBe(mcpToolName('server', `${'x'.repeat(79)}y`));
   });
 
-  it('expands ${VAR} and ${VAR:-default}, and says when a variable is missing', () => {
-    expect(expandEnv('Bearer ${TOKEN}', { TOKEN: 't' }, 'h')).toBe('Bearer t');
-    expect(expandEnv('${HOST:-localhost}', {}, 'h')).toBe('localhost');
-    expect(() => expandEnv('${TOKEN}', {}, 'MCP server "x" header A')).toThrow(/TOKEN.*not set/);
+  it('expands $-brace references with and without defaults, and says when a variable is missing', () => {
+    expect(expandEnv(`Bearer ${ref('TOKEN')}`, { TOKEN: 't' }, 'h')).toBe('Bearer t');
+    expect(expandEnv(ref('HOST:-localhost'), {}, 'h')).toBe('localhost');
+    expect(() => expandEnv(ref('TOKEN'), {}, 'MCP server "x" header A')).toThrow(/TOKEN.*not set/);
   });
 
   it('renders content blocks as text for the model', () => {

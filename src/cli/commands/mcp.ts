@@ -179,15 +179,13 @@ async function handleHttp(
     await transport.handleRequest(request, response);
   } catch (error) {
     if (!response.headersSent) {
-      response
-        .writeHead(500, { 'content-type': 'application/json' })
-        .end(
-          JSON.stringify({
-            jsonrpc: '2.0',
-            error: { code: -32603, message: errorMessage(error) },
-            id: null,
-          }),
-        );
+      response.writeHead(500, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          error: { code: -32603, message: errorMessage(error) },
+          id: null,
+        }),
+      );
     }
   }
 }
