@@ -1,9 +1,8 @@
 import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { errorMessage, isTroupeError, TroupeError } from '../errors.js';
 import { resolveProgram } from '../tools/builtin/run-process.js';
@@ -142,6 +141,8 @@ export class McpConnection {
     let client: Client | undefined;
     try {
       const transport = await this.#transport();
+      // Loaded on first use: every worker thread imports this module, few start a server.
+      const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
       client = new Client(CLIENT_INFO, {
         listChanged: {
           tools: { autoRefresh: false, debounceMs: 0, onChanged: () => void this.#refresh(client) },
@@ -233,7 +234,10 @@ export class McpConnection {
     return isStdioServer(server) ? this.#stdio(server) : this.#http(server);
   }
 
-  #http(server: McpHttpServer): Transport {
+  async #http(server: McpHttpServer): Promise<Transport> {
+    const { StreamableHTTPClientTransport } = await import(
+      '@modelcontextprotocol/sdk/client/streamableHttp.js'
+    );
     const where = `MCP server "${this.name}"`;
     const env = this.#options.env;
     const headers: Record<string, string> = {};
@@ -265,6 +269,7 @@ export class McpConnection {
         `${where} could not start: "${command}" was not found on PATH. Install it or give an absolute path in the MCP config.`,
       );
     }
+    const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
     let transport: StdioClientTransport;
     if (this.#options.unsafeNoSandbox === true) {
       transport = new StdioClientTransport({ command: program, args, env, cwd, stderr: 'pipe' });

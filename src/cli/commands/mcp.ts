@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { resolve } from 'node:path';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Command } from 'commander';
 import { errorMessage } from '../../errors.js';
 import { loadMcpConfig } from '../../mcp/config.js';
@@ -12,7 +12,6 @@ import { DEFAULT_GRANTS } from '../../tools/permissions.js';
 import type { PermissionTier } from '../../tools/tool.js';
 import { type CliIo, EXIT, exitWith } from '../context.js';
 import { JobBoard } from '../mcp-jobs.js';
-import { createTroupeMcpServer } from '../mcp-server.js';
 import {
   loadRoles,
   type ProviderFlags,
@@ -107,6 +106,9 @@ async function serve(
   roles: readonly AnyRole[],
   flags: McpFlags,
 ): Promise<number> {
+  // The MCP SDK's server side loads only for this command, not on every troupe start.
+  const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
+  const { createTroupeMcpServer } = await import('../mcp-server.js');
   const board = new JobBoard(settings);
   const stopped = new Promise<void>((resolveStopped) => {
     if (io.signal?.aborted === true) resolveStopped();
@@ -127,8 +129,27 @@ async function serve(
       await Promise.race([closed, stopped]);
       await server.close();
     } else {
+      const { StreamableHTTPServerTransport } = await import(
+        '@modelcontextprotocol/sdk/server/streamableHttp.js'
+      );
       const http = createServer((request, response) => {
-        void handleHttp(board, roles, flags, request, response);
+        if (new URL(request.url ?? '/', 'http://localhost').pathname !== '/mcp') {
+          response
+            .writeHead(404, { 'content-type': 'text/plain' })
+            .end('troupe mcp serves at /mcp\n');
+          return;
+        }
+        const server = createTroupeMcpServer(board, roles);
+        const transport = new StreamableHTTPServerTransport({
+          sessionIdGenerator: undefined,
+          enableDnsRebindingProtection: true,
+          allowedHosts: [
+            `${flags.host}:${flags.port}`,
+            `localhost:${flags.port}`,
+            `127.0.0.1:${flags.port}`,
+          ],
+        });
+        void handleHttp(server, transport, request, response);
       });
       await new Promise<void>((resolveListening, reject) => {
         http.once('error', reject);
@@ -150,26 +171,11 @@ async function serve(
 // Stateless Streamable HTTP: a fresh server and transport per request, one shared JobBoard,
 // so run_status and cancel_run reach runs started by earlier requests.
 async function handleHttp(
-  board: JobBoard,
-  roles: readonly AnyRole[],
-  flags: McpFlags,
+  server: McpServer,
+  transport: StreamableHTTPServerTransport,
   request: IncomingMessage,
   response: ServerResponse,
 ): Promise<void> {
-  if (new URL(request.url ?? '/', 'http://localhost').pathname !== '/mcp') {
-    response.writeHead(404, { 'content-type': 'text/plain' }).end('troupe mcp serves at /mcp\n');
-    return;
-  }
-  const server = createTroupeMcpServer(board, roles);
-  const transport = new StreamableHTTPServerTransport({
-    sessionIdGenerator: undefined,
-    enableDnsRebindingProtection: true,
-    allowedHosts: [
-      `${flags.host}:${flags.port}`,
-      `localhost:${flags.port}`,
-      `127.0.0.1:${flags.port}`,
-    ],
-  });
   response.on('close', () => {
     void transport.close();
     void server.close();
