@@ -29,6 +29,7 @@ export const ERROR_CODES = [
   'sandbox.escape',
   'sandbox.unavailable',
   'permission.denied',
+  'mcp.unavailable',
   'channel.invalid_payload',
   'channel.unknown',
   'mailbox.full',

@@ -43,6 +43,27 @@ export type { CoordinatorOptions, JobOptions, JobResult } from './job/coordinato
 export { COORDINATOR_ID, createCoordinator, runJob } from './job/coordinator.js';
 export type { PipelineOptions, PipelineResult } from './job/pipeline.js';
 export { runPipeline } from './job/pipeline.js';
+// MCP servers as tool sources.
+export type { AttachedMcpTools } from './mcp/agent-tools.js';
+export { attachMcpTools } from './mcp/agent-tools.js';
+export type {
+  McpHttpServer,
+  McpRoleAccess,
+  McpServerConfig,
+  McpServers,
+  McpStdioServer,
+  McpTroupeSettings,
+} from './mcp/config.js';
+export {
+  loadMcpConfig,
+  McpServerConfigSchema,
+  parseMcpConfig,
+  serverTiers,
+} from './mcp/config.js';
+export type { McpHubOptions } from './mcp/hub.js';
+export { McpHub } from './mcp/hub.js';
+export { mcpToolName } from './mcp/mcp-tool.js';
+export { McpToolRegistry } from './mcp/tool-registry.js';
 export type {
   AnthropicSpec,
   Model,

@@ -3,6 +3,7 @@ import { errorMessage, isTroupeError } from '../errors.js';
 import { createTerminalOutput } from '../render/terminal.js';
 import { registerChatCommand } from './commands/chat.js';
 import { registerDemoCommand } from './commands/demo.js';
+import { registerMcpCommand } from './commands/mcp.js';
 import { registerRunCommand } from './commands/run.js';
 import { registerTraceCommand } from './commands/trace.js';
 import { registerWorkerCommand } from './commands/worker.js';
@@ -37,6 +38,7 @@ export function createProgram(io: CliIo): Command {
   registerTraceCommand(program, io);
   registerDemoCommand(program, io);
   registerWorkerCommand(program, io);
+  registerMcpCommand(program, io);
   return program;
 }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { McpRoleAccessSchema } from '../mcp/config.js';
 import { ChannelSpecSchema } from './channel.js';
 
 /**
@@ -36,5 +37,7 @@ export const RoleSpecSchema = z.object({
     })
     .optional(),
   stream: z.boolean().optional(),
+  /** The MCP servers (and optionally tools) the role may use. */
+  mcp: z.array(McpRoleAccessSchema).optional(),
 });
 export type RoleSpec = z.infer<typeof RoleSpecSchema>;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { TokenBudgetLimits } from '../agent/budget.js';
 import { TroupeError } from '../errors.js';
+import { MCP_SERVER_NAME_PATTERN, type McpRoleAccess } from '../mcp/config.js';
 import type { ModelSpec } from '../model/model.js';
 import { toolJsonSchema } from '../tools/tool.js';
 import { type AnyChannel, publishToolName, toChannelSpec } from './channel.js';
@@ -74,6 +75,11 @@ export interface RoleDefinition<TOutput = unknown> {
   budget?: TokenBudgetLimits | undefined;
   /** Stream replies (model.delta events); default true. */
   stream?: boolean | undefined;
+  /**
+   * MCP servers the role may use, by their name in the run's MCP config, each
+   * with all its tools or only those listed; the model sees them as `<server>__<tool>`.
+   */
+  mcp?: readonly McpRoleAccess[] | undefined;
 }
 
 /** A role: what an actor is allowed to do. Made by defineRole; read-only. */
@@ -93,6 +99,8 @@ export interface Role<TOutput = unknown> {
   readonly mailbox: MailboxOptions | undefined;
   readonly budget: TokenBudgetLimits | undefined;
   readonly stream: boolean | undefined;
+  /** MCP servers the role may use (optional so roles made before MCP support still fit). */
+  readonly mcp?: readonly McpRoleAccess[] | undefined;
 }
 
 /** Any role, whatever its output type. */
@@ -150,6 +158,14 @@ export function defineRole<TOutput = unknown>(definition: RoleDefinition<TOutput
       );
     }
   }
+  for (const access of definition.mcp ?? []) {
+    if (!MCP_SERVER_NAME_PATTERN.test(access.server)) {
+      throw new TroupeError(
+        'usage.invalid_role',
+        `Role ${name}: "${access.server}" is not an MCP server name (letters, digits, - and single _).`,
+      );
+    }
+  }
   return Object.freeze({
     name,
     description: definition.description,
@@ -166,6 +182,7 @@ export function defineRole<TOutput = unknown>(definition: RoleDefinition<TOutput
     mailbox: definition.mailbox,
     budget: definition.budget,
     stream: definition.stream,
+    mcp: Object.freeze((definition.mcp ?? []).map((access) => ({ ...access }))),
   });
 }
 
@@ -193,6 +210,9 @@ export function toRoleSpec(role: AnyRole): RoleSpec {
   };
   if (role.budget !== undefined) spec.budget = { ...role.budget };
   if (role.stream !== undefined) spec.stream = role.stream;
+  if (role.mcp !== undefined && role.mcp.length > 0) {
+    spec.mcp = role.mcp.map((access) => ({ ...access }));
+  }
   return spec;
 }
 

@@ -1,4 +1,5 @@
 import { TroupeError } from '../errors.js';
+import { checkRoleMcp, type McpServers, roleMcpAccess } from '../mcp/config.js';
 import { builtinToolNames, isBuiltinToolName } from '../tools/catalogue.js';
 import { assertRoleGranted } from '../tools/permissions.js';
 import type { AnyTool, PermissionTier } from '../tools/tool.js';
@@ -19,8 +20,11 @@ export class ToolIndex {
   readonly #verdicts = new WeakMap<AnyRole, { error: TroupeError | undefined }>();
   #loading: Promise<void> | undefined;
 
-  constructor(modules: readonly string[]) {
+  readonly #mcp: McpServers;
+
+  constructor(modules: readonly string[], mcp: McpServers = {}) {
     this.#modules = modules;
+    this.#mcp = mcp;
     if (modules.length === 0) this.#user = new Map();
   }
 
@@ -79,7 +83,12 @@ export class ToolIndex {
     }
     try {
       assertRoleGranted(role.name, tools, grants);
-      return undefined;
+      return checkRoleMcp(
+        role.name,
+        roleMcpAccess(role.name, role.mcp ?? [], this.#mcp),
+        this.#mcp,
+        grants,
+      );
     } catch (error) {
       return error instanceof TroupeError
         ? error

@@ -17,6 +17,7 @@ export function createPoolTransport(runId: string, options: RuntimeOptions): Loc
       ...(options.outDir === undefined ? {} : { outDir: options.outDir }),
       grants: [...options.grants],
       toolModules: [...(options.toolModules ?? [])],
+      ...(options.mcp === undefined ? {} : { mcp: { ...options.mcp } }),
       ...(options.env === undefined ? {} : { env: definedEnv(options.env) }),
       hasApprove: options.approve !== undefined,
       ...(options.unsafeNoSandbox === true ? { unsafeNoSandbox: true } : {}),

@@ -1,4 +1,5 @@
 import type { EventBus } from '../events/bus.js';
+import type { McpServers } from '../mcp/config.js';
 import type { ModelSpec } from '../model/model.js';
 import type { AnyRole } from '../roles/role.js';
 import type { ApprovalRequest, PermissionTier } from '../tools/tool.js';
@@ -30,6 +31,11 @@ export interface RuntimeOptions {
   grants: readonly PermissionTier[];
   /** Absolute paths of ESM modules exporting tools; every thread loads them. */
   toolModules?: readonly string[] | undefined;
+  /**
+   * MCP servers by name, as in an `mcpServers` config (see parseMcpConfig).
+   * A role uses a server it names in `mcp`, or one whose `troupe.roles` lists it.
+   */
+  mcp?: McpServers | undefined;
   /** One budget for the whole tree. */
   budget?: TreeBudgetLimits | undefined;
   /** US dollars per million tokens, per model name. */

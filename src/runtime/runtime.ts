@@ -74,7 +74,7 @@ export class Runtime {
     this.#graceMs = options.cancelGraceMs ?? 5000;
     this.#ledger = new UsageLedger(options.prices);
     this.#store = options.results === undefined ? undefined : new ResultStore(options.results);
-    this.#tools = new ToolIndex(options.toolModules ?? []);
+    this.#tools = new ToolIndex(options.toolModules ?? [], options.mcp);
     this.#router = new Router({
       deliver: (actorId, message) => this.#deliver(actorId, message),
       close: (actorId, channel) => {

@@ -25,7 +25,7 @@ function traceFixture(): { dir: string; path: string } {
 describe('createProgram', () => {
   it('lists the five commands in its help', () => {
     const names = createProgram(fakeIo()).commands.map((command) => command.name());
-    expect(names).toEqual(['run', 'chat', 'trace', 'demo', 'worker']);
+    expect(names).toEqual(['run', 'chat', 'trace', 'demo', 'worker', 'mcp']);
   });
 });
 

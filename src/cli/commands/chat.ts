@@ -1,8 +1,11 @@
+import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Command } from 'commander';
 import { Agent } from '../../agent/agent.js';
 import { errorMessage } from '../../errors.js';
 import { EventBus } from '../../events/bus.js';
+import { attachMcpTools } from '../../mcp/agent-tools.js';
+import { loadMcpConfig } from '../../mcp/config.js';
 import { createModel, describeModel } from '../../model/model.js';
 import { chatLayout } from '../../render/chat-layout.js';
 import {
@@ -36,6 +39,7 @@ interface ChatFlags extends ProviderFlags {
   maxSteps?: number | undefined;
   approve?: boolean | undefined;
   unsafeNoSandbox?: boolean | undefined;
+  mcp?: string | undefined;
 }
 
 /** Lines from stdin, one at a time, shared by the prompt loop and approval questions. */
@@ -97,6 +101,7 @@ export function registerChatCommand(program: Command, io: CliIo): void {
     .option('--max-steps <n>', 'model calls per turn (default 10)', parsePositiveInteger)
     .option('--approve', 'ask y/n before risky actions (writes, shell, python)')
     .option('--unsafe-no-sandbox', 'UNSAFE: run shell and python without the OS sandbox')
+    .option('--mcp <file>', 'MCP servers (mcpServers JSON) whose tools the agent gets, as granted')
     .action(async (flags: ChatFlags) => {
       exitWith(await runChat(io, flags));
     });
@@ -134,6 +139,18 @@ async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
         }
       : undefined;
 
+  const mcp =
+    flags.mcp === undefined
+      ? undefined
+      : await attachMcpTools(createBuiltinRegistry({ names }), 'chat', {
+          servers: loadMcpConfig(resolve(cwd, flags.mcp)),
+          workspace,
+          grants,
+          env: io.env,
+          unsafeNoSandbox: flags.unsafeNoSandbox === true,
+        });
+  for (const note of mcp?.notes ?? []) io.stderr.write(`troupe: ${note}\n`);
+  const tools = mcp?.tools ?? createBuiltinRegistry({ names });
   const bus = new EventBus();
   bus.onAny((event) => {
     for (const line of chatLayout(event)) out(line);
@@ -143,7 +160,7 @@ async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
     role: 'chat',
     runId: createRunId(),
     model: createModel(spec, io.env),
-    tools: createBuiltinRegistry({ names }),
+    tools,
     system: `You are a helpful assistant working in the user's workspace (${workspace}). Use your tools to look at files before you answer questions about them, and say so when you cannot find something. Be concise.`,
     maxSteps: flags.maxSteps ?? 10,
     events: bus,
@@ -157,9 +174,12 @@ async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
   });
 
   out(
-    `troupe chat · ${describeModel(spec)} · workspace ${workspace}\ntools: ${names.join(', ') || '(none)'} · type exit or quit to leave`,
+    `troupe chat · ${describeModel(spec)} · workspace ${workspace}\ntools: ${tools.names.join(', ') || '(none)'} · type exit or quit to leave`,
   );
-  if (reader === undefined) return EXIT.ok;
+  if (reader === undefined) {
+    await mcp?.hub.close();
+    return EXIT.ok;
+  }
   const turn = new AbortController();
   const onInterrupt = (): void => {
     turn.abort(new Error('interrupted'));
@@ -192,6 +212,7 @@ async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
   } finally {
     io.signal?.removeEventListener('abort', onInterrupt);
     reader.close();
+    await mcp?.hub.close();
   }
   if (interactive) io.stdout.write('\n');
   return EXIT.ok;

@@ -5,6 +5,7 @@ import { errorMessage, isTroupeError } from '../../errors.js';
 import { EventBus } from '../../events/bus.js';
 import { readTrace, TraceWriter } from '../../events/trace.js';
 import { runJob } from '../../job/coordinator.js';
+import { loadMcpConfig, type McpServers, unreachableServers } from '../../mcp/config.js';
 import { describeModel, type ModelSpec } from '../../model/model.js';
 import { LiveRenderer } from '../../render/live.js';
 import type { AnyRole } from '../../roles/role.js';
@@ -59,6 +60,8 @@ export interface JobSettings {
   unsafeNoSandbox?: boolean | undefined;
   /** US dollars per million tokens by model name (`--prices`); cost shows where known. */
   prices?: Readonly<Record<string, ModelPrice>> | undefined;
+  /** MCP servers by name (`--mcp <config.json>`). */
+  mcp?: McpServers | undefined;
 }
 
 interface RunFlags extends ProviderFlags {
@@ -76,6 +79,7 @@ interface RunFlags extends ProviderFlags {
   approve?: boolean | undefined;
   unsafeNoSandbox?: boolean | undefined;
   prices?: string | undefined;
+  mcp?: string | undefined;
 }
 
 /** `troupe run "<task>"`: a coordinator splits the task among sub-agents; watch it live. */
@@ -105,6 +109,10 @@ export function registerRunCommand(program: Command, io: CliIo): void {
     .option(
       '--prices <file>',
       'a JSON price table, { "<model>": { "inputPerMTok": n, "outputPerMTok": n } } in USD, to show costs',
+    )
+    .option(
+      '--mcp <file>',
+      'MCP servers in the mcpServers JSON format; roles use those that name them or that list the role in "troupe": { "roles": [...] }',
     )
     .option('--json', 'print every event as NDJSON on stdout (progress goes to stderr)')
     .option('--quiet', 'plain lines instead of the live view')
@@ -145,6 +153,7 @@ export function registerRunCommand(program: Command, io: CliIo): void {
         env: io.env,
         unsafeNoSandbox: flags.unsafeNoSandbox === true,
         prices: flags.prices === undefined ? undefined : loadPriceTable(cwd, flags.prices),
+        mcp: flags.mcp === undefined ? undefined : loadMcpConfig(resolve(cwd, flags.mcp)),
       };
       exitWith(await executeJob(io, settings));
     });
@@ -197,6 +206,7 @@ export function jobRuntimeOptions(
     env: settings.env,
     ...(settings.unsafeNoSandbox === true ? { unsafeNoSandbox: true } : {}),
     ...(settings.prices === undefined ? {} : { prices: settings.prices }),
+    ...(settings.mcp === undefined ? {} : { mcp: settings.mcp }),
   };
 }
 
@@ -233,6 +243,11 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
     );
   }
 
+  for (const name of unreachableServers(settings.mcp ?? {}, settings.roles)) {
+    io.stderr.write(
+      `troupe: MCP server "${name}" is named by no role, so no agent gets its tools; add "troupe": { "roles": ["researcher"] } to its entry, or name it in a role's mcp.\n`,
+    );
+  }
   const bus = new EventBus();
   const trace = new TraceWriter(tracePath, { env: io.env });
   trace.attach(bus);

@@ -1,6 +1,8 @@
 import { errorMessage, serializeError, TroupeError } from '../../errors.js';
 import { checkEvent } from '../../events/event-check.js';
 import type { UnsequencedEvent } from '../../events/schema.js';
+import type { McpRoleAccess } from '../../mcp/config.js';
+import { McpHub } from '../../mcp/hub.js';
 import { createModel, type Model, type ModelSpec } from '../../model/model.js';
 import { ScriptedModel } from '../../model/providers/scripted.js';
 import { emptyUsage } from '../../model/types.js';
@@ -51,7 +53,12 @@ export class ActorHost {
   readonly #port: HostPort;
   readonly #tools: ToolRegistry;
   readonly #actors = new Map<string, HostedActor>();
-  readonly #roles = new Map<string, { spec: RoleSpec; tools: ToolRegistry | undefined }>();
+  readonly #roles = new Map<
+    string,
+    { spec: RoleSpec; tools: ToolRegistry | undefined; mcp?: McpRoleAccess[] | undefined }
+  >();
+  // The MCP clients of this thread: a server starts when the first actor that needs it does.
+  readonly #mcp: McpHub | undefined;
   readonly #models = new Map<string, { spec: ModelSpec; shared: Model | undefined }>();
   readonly #running = new Set<Promise<void>>();
   readonly #pending = new Map<number, Pending>();
@@ -68,6 +75,16 @@ export class ActorHost {
     this.#tools = new ToolRegistry(options.tools);
     this.#env = config.env === undefined ? undefined : { ...config.env };
     this.#out = new Batcher((items) => port.postMessage(items));
+    this.#mcp =
+      config.mcp === undefined || Object.keys(config.mcp).length === 0
+        ? undefined
+        : new McpHub({
+            servers: config.mcp,
+            workspace: config.workspace,
+            grants: config.grants,
+            env: this.#env ?? process.env,
+            unsafeNoSandbox: config.unsafeNoSandbox,
+          });
     // Posted at once, not batched: an actor that blocks the thread from its
     // first turn must not hide that the thread started (a thread that dies
     // before it says so counts as one that cannot start).
@@ -114,6 +131,7 @@ export class ActorHost {
     this.#port.on('message', (data) => this.#receive(data));
     return stopped.then(async () => {
       while (this.#running.size > 0) await Promise.all([...this.#running]);
+      await this.#mcp?.close();
       this.#out.close();
     });
   }
@@ -206,14 +224,26 @@ export class ActorHost {
     void running.finally(() => this.#running.delete(running));
   }
 
-  #roleOf(key: string): { role: RoleSpec; tools: ToolRegistry } {
+  #roleOf(key: string): {
+    role: RoleSpec;
+    tools: ToolRegistry;
+    ready?: Promise<void> | undefined;
+  } {
     const entry = this.#roles.get(key);
     if (entry === undefined)
       throw new TroupeError('runtime.protocol', `Role ${key} was never defined on this host.`);
     if (entry.tools === undefined) {
       entry.tools = roleTools(this.#tools, entry.spec, this.#requests);
+      const access = this.#mcp?.access(entry.spec.name, entry.spec.mcp ?? []) ?? [];
+      if (this.#mcp !== undefined && access.length > 0) {
+        entry.tools = this.#mcp.registry(entry.tools, access);
+        entry.mcp = access;
+      }
     }
-    return { role: entry.spec, tools: entry.tools };
+    // Asked per actor: a server that failed to start is tried again by its connection's restarts.
+    const ready = entry.mcp === undefined ? undefined : this.#mcp?.ensure(entry.mcp);
+    ready?.catch(() => undefined);
+    return { role: entry.spec, tools: entry.tools, ready };
   }
 
   // A scripted model keeps state (its used steps), so each actor gets its own;

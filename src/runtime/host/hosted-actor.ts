@@ -54,6 +54,8 @@ export interface HostedActorOptions {
   turn(final: string): void;
   requests: HostRequests;
   env?: NodeJS.ProcessEnv | undefined;
+  /** Settles when the actor's tools are ready (its MCP servers started); a rejection fails the actor. */
+  ready?: Promise<unknown> | undefined;
 }
 
 const NO_MESSAGES: readonly Message[] = Object.freeze([]);
@@ -125,6 +127,7 @@ export class HostedActor {
     let usage: Usage = emptyUsage();
     let steps = 0;
     try {
+      if (this.#options.ready !== undefined) await this.#untilReady(this.#options.ready);
       const agent = this.#buildAgent();
       let input = this.#options.start.task;
       for (;;) {
@@ -143,6 +146,18 @@ export class HostedActor {
     } catch (error) {
       return this.#outcome('error', '', usage, steps, serializeError(error));
     }
+  }
+
+  // A cancel while the role's MCP servers start does not wait for them; the Agent then stops at once.
+  #untilReady(ready: Promise<unknown>): Promise<unknown> {
+    const signal = this.#controller.signal;
+    if (signal.aborted) return Promise.resolve();
+    return Promise.race([
+      ready,
+      new Promise<void>((resolve) =>
+        signal.addEventListener('abort', () => resolve(), { once: true }),
+      ),
+    ]);
   }
 
   #outcome(

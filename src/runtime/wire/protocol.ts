@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ErrorCodeSchema, SerializedErrorSchema, TroupeError } from '../../errors.js';
 import { AgentStopReasonSchema, type UnsequencedEvent } from '../../events/schema.js';
+import { McpServerConfigSchema } from '../../mcp/config.js';
 import { ModelSpecSchema } from '../../model/model.js';
 import { UsageSchema } from '../../model/types.js';
 import { ActorResultSchema } from '../../roles/result.js';
@@ -29,6 +30,8 @@ export const HostConfigSchema = z.object({
   hasApprove: z.boolean(),
   /** Run shell and python without the OS sandbox (bubblewrap): the run's `--unsafe-no-sandbox`. */
   unsafeNoSandbox: z.boolean().optional(),
+  /** The run's MCP servers by name (`RuntimeOptions.mcp`); each host starts those its actors need. */
+  mcp: z.record(z.string(), McpServerConfigSchema).optional(),
 });
 export type HostConfig = z.infer<typeof HostConfigSchema>;
 
