@@ -1,83 +1,20 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AgentEvent } from '../../src/events/schema.js';
-import type { ScriptStep } from '../../src/model/script.js';
-import { exportEventsToOtel, exportToOtel } from '../../src/observe/otel-exporter.js';
-import { runJob } from '../../src/roles/coordinator.js';
-import { defineRole } from '../../src/roles/role.js';
+import { exportEventsToOtel } from '../../src/observe/otel-exporter.js';
 import {
   deadCollectorUrl,
   type OtlpReceiver,
   type ReceivedSpan,
   startOtlpReceiver,
 } from '../helpers/otlp-receiver.js';
-import { closeRuntimes, makeRuntime, ofType } from '../integration/helpers.js';
+import { closeRuntimes, ofType } from '../integration/helpers.js';
+import { readerRun, SECRET } from './scripted-runs.js';
 
 const receivers: OtlpReceiver[] = [];
 afterEach(async () => {
   await closeRuntimes();
   await Promise.all(receivers.splice(0).map((receiver) => receiver.close()));
 });
-
-const SECRET = 'sk-test-abcdefghijklmnopqrstuvwxyz';
-
-const reader = defineRole({
-  name: 'reader',
-  description: 'Reads one file.',
-  system: 'Read.',
-  tools: ['read_file'],
-});
-
-// The coordinator delegates to two readers; each reads a file and answers.
-const steps: ScriptStep[] = [
-  {
-    match: { role: 'coordinator', call: 1 },
-    toolCalls: [
-      {
-        name: 'delegate',
-        arguments: {
-          tasks: [
-            { role: 'reader', task: `read package.json (key ${SECRET})` },
-            { role: 'reader', task: 'read the missing file' },
-          ],
-        },
-      },
-    ],
-    usage: { inputTokens: 300, outputTokens: 30 },
-  },
-  {
-    match: { role: 'coordinator' },
-    content: 'both read',
-    usage: { inputTokens: 400, outputTokens: 40 },
-  },
-  {
-    match: { role: 'reader', lastUserContains: 'missing' },
-    toolCalls: [{ name: 'read_file', arguments: { path: 'no-such-file.txt' } }],
-    usage: { inputTokens: 120, outputTokens: 12 },
-  },
-  {
-    match: { role: 'reader', lastUserContains: 'package.json' },
-    toolCalls: [{ name: 'read_file', arguments: { path: 'package.json' } }],
-    usage: { inputTokens: 100, outputTokens: 10 },
-  },
-  {
-    match: { role: 'reader' },
-    content: 'read it',
-    usage: { inputTokens: 200, outputTokens: 20 },
-    repeat: true,
-  },
-];
-
-async function scriptedRun(otel: Parameters<typeof exportToOtel>[1]) {
-  const { runtime, events } = makeRuntime({
-    roles: [reader],
-    model: { provider: 'scripted', script: { steps } },
-    env: { MY_API_KEY: SECRET },
-  });
-  const exporter = exportToOtel(runtime.bus, otel);
-  const job = await runJob({ task: 'read two files', runtime });
-  const report = await exporter.close();
-  return { job, events, report };
-}
 
 function byName(spans: readonly ReceivedSpan[], name: string): ReceivedSpan[] {
   return spans.filter((span) => span.name === name);
@@ -102,7 +39,7 @@ describe('OpenTelemetry export', () => {
     const receiver = await startOtlpReceiver();
     receivers.push(receiver);
     const warnings: string[] = [];
-    const { job, events, report } = await scriptedRun({
+    const { job, events, report } = await readerRun({
       url: receiver.url,
       headers: { 'x-team': 'observability' },
       serviceName: 'troupe-test',
@@ -112,8 +49,8 @@ describe('OpenTelemetry export', () => {
     expect(job.status).toBe('completed');
     expect(warnings).toEqual([]);
     const spans = receiver.spans;
-    expect(report.exportedSpans).toBe(spans.length);
-    expect(report.failedSpans).toBe(0);
+    expect(report?.exportedSpans).toBe(spans.length);
+    expect(report?.failedSpans).toBe(0);
     expect(receiver.requests[0]?.contentType).toBe('application/json');
     expect(receiver.requests[0]?.headers['x-team']).toBe('observability');
     expect(new Set(spans.map((span) => span.traceId)).size).toBe(1);
@@ -123,7 +60,7 @@ describe('OpenTelemetry export', () => {
     const [coordinator] = byName(spans, 'invoke_agent coordinator');
     const readers = byName(spans, 'invoke_agent reader');
     expect(coordinator?.parentSpanId).toBeUndefined();
-    expect(readers).toHaveLength(2);
+    expect(readers).toHaveLength(3);
     for (const span of readers) expect(span.parentSpanId).toBe(coordinator?.spanId);
     const agentSpans = [coordinator!, ...readers];
     const spanOfAgent = new Map(
@@ -147,8 +84,9 @@ describe('OpenTelemetry export', () => {
     // One chat span per model call, under its agent, with that call's tokens.
     const chats = spans.filter((span) => span.attributes['gen_ai.operation.name'] === 'chat');
     const responses = ofType(events, 'model.response');
-    expect(chats).toHaveLength(responses.length);
-    expect(chats).toHaveLength(2 + 2 * 2);
+    // The broken reader's call has no response: its chat span ends with the agent, as an open call.
+    expect(chats).toHaveLength(ofType(events, 'model.request').length);
+    expect(responses).toHaveLength(2 + 2 * 2);
     for (const response of responses) {
       const agentSpan = spanOfAgent.get(response.agentId)!;
       const chat = chats.find(
@@ -166,10 +104,18 @@ describe('OpenTelemetry export', () => {
       });
     }
     const chatInput = chats.reduce(
-      (sum, span) => sum + (span.attributes['gen_ai.usage.input_tokens'] as number),
+      (sum, span) =>
+        sum + ((span.attributes['gen_ai.usage.input_tokens'] as number | undefined) ?? 0),
       0,
     );
     expect(chatInput).toBe(job.usage.inputTokens);
+
+    const broken = readers.find((span) => span.attributes['troupe.agent.status'] === 'failed');
+    expect(broken?.status).toMatchObject({
+      code: 2,
+      message: expect.stringContaining('broke down'),
+    });
+    expect(broken?.attributes['error.type']).toBe('model.server');
 
     // Tool spans: the coordinator's delegate, each reader's read_file; a failed read is an error.
     const tools = spans.filter(
@@ -213,18 +159,18 @@ describe('OpenTelemetry export', () => {
     const live = await startOtlpReceiver();
     const later = await startOtlpReceiver();
     receivers.push(live, later);
-    const { events } = await scriptedRun({ url: live.url, onWarning: () => {} });
+    const { events } = await readerRun({ url: live.url, onWarning: () => {} });
 
     const report = await exportEventsToOtel(events as AgentEvent[], { url: later.url, env: {} });
 
-    expect(report.exportedSpans).toBe(live.spans.length);
+    expect(report?.exportedSpans).toBe(live.spans.length);
     expect(shape(later.spans)).toEqual(shape(live.spans));
   });
 
   it('puts content on spans only when asked, with secrets redacted', async () => {
     const receiver = await startOtlpReceiver();
     receivers.push(receiver);
-    const { events } = await scriptedRun({ url: receiver.url, onWarning: () => {} });
+    const { events } = await readerRun({ url: receiver.url, onWarning: () => {} });
     const capture = await startOtlpReceiver();
     receivers.push(capture);
 
@@ -257,13 +203,13 @@ describe('OpenTelemetry export', () => {
     const url = await deadCollectorUrl();
     const warnings: string[] = [];
 
-    const { job, report } = await scriptedRun({
+    const { job, report } = await readerRun({
       url,
       onWarning: (message) => warnings.push(message),
     });
 
     expect(job.status).toBe('completed');
-    expect(report.exportedSpans).toBe(0);
+    expect(report?.exportedSpans).toBe(0);
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain(url);
   });

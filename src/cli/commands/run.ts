@@ -25,6 +25,7 @@ import {
 } from '../context.js';
 import { createPriceFunction, loadPriceTable } from '../prices.js';
 import { LiveRenderer } from '../render/live.js';
+import { OTEL_FLAG_HELP, startRunObservers } from './observe.js';
 import {
   loadRoles,
   type ProviderFlags,
@@ -59,6 +60,8 @@ export interface JobSettings {
   unsafeNoSandbox?: boolean | undefined;
   /** US dollars per million tokens by model name (`--prices`); cost shows where known. */
   prices?: Readonly<Record<string, ModelPrice>> | undefined;
+  /** Export OpenTelemetry spans while running (`--otel`). */
+  otel?: boolean | undefined;
 }
 
 interface RunFlags extends ProviderFlags {
@@ -76,6 +79,7 @@ interface RunFlags extends ProviderFlags {
   approve?: boolean | undefined;
   unsafeNoSandbox?: boolean | undefined;
   prices?: string | undefined;
+  otel?: boolean | undefined;
 }
 
 /** `troupe run "<task>"`: a coordinator splits the task among sub-agents; watch it live. */
@@ -116,6 +120,7 @@ export function registerRunCommand(program: Command, io: CliIo): void {
       '--approve',
       'ask y/n on the terminal before risky actions (refused without a terminal)',
     )
+    .option('--otel', OTEL_FLAG_HELP)
     .option(
       '--unsafe-no-sandbox',
       "run the sub-agents' shell and python WITHOUT the OS sandbox (bubblewrap); only where none can start",
@@ -145,6 +150,7 @@ export function registerRunCommand(program: Command, io: CliIo): void {
         env: io.env,
         unsafeNoSandbox: flags.unsafeNoSandbox === true,
         prices: flags.prices === undefined ? undefined : loadPriceTable(cwd, flags.prices),
+        otel: flags.otel === true,
       };
       exitWith(await executeJob(io, settings));
     });
@@ -236,9 +242,11 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
   const bus = new EventBus();
   const trace = new TraceWriter(tracePath, { env: io.env });
   trace.attach(bus);
+  const price = settings.prices === undefined ? undefined : createPriceFunction(settings.prices);
+  const observers = startRunObservers(io, { otel: settings.otel, price }, bus);
   const renderer = createRenderer(settings.mode, io, {
     model: describeModel(settings.spec),
-    price: settings.prices === undefined ? undefined : createPriceFunction(settings.prices),
+    price,
   });
   bus.onAny((event) => renderer.handle(event));
   const progress = settings.mode === 'json' ? io.stderr : io.stdout;
@@ -291,6 +299,7 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
   const footer = [
     `trace   ${show(cwd, tracePath)}`,
     ...(existsSync(reportPath) ? [`report  ${show(cwd, reportPath)}`] : []),
+    ...(await observers.finish(tracePath, (path) => show(cwd, path))),
   ];
   progress.write(`\n${footer.join('\n')}\n`);
   if (interrupt.signal.aborted) {
