@@ -42,12 +42,6 @@ export function renderTimelineData(data: TimelineData): string {
 <div class="stats" id="stats"></div>
 <div class="task" id="task"></div>
 </header>
-<section>
-<details open><summary>Answer</summary><pre id="answer"></pre></details>
-<pre class="err" id="run-error"></pre>
-<div class="task" id="shortened"></div>
-</section>
-<section class="tables" id="breakdown"></section>
 <div class="toolbar">
 <button id="zoom-out" title="zoom out">&minus;</button><button id="zoom-in" title="zoom in">+</button><button id="zoom-fit">fit</button>
 <span class="legend"><i class="seg-model"></i>model call<i class="seg-tool"></i>tool call<i class="seg-wait"></i>waiting<i style="background:var(--fail)"></i>failed<i style="background:#7a52c7;height:2px"></i>channel message</span>
@@ -60,6 +54,12 @@ export function renderTimelineData(data: TimelineData): string {
 </div>
 <aside id="panel"></aside>
 </div>
+<section>
+<details open><summary>Answer</summary><pre id="answer"></pre></details>
+<pre class="err" id="run-error"></pre>
+<div class="task" id="shortened"></div>
+</section>
+<section class="tables" id="breakdown"></section>
 <script id="troupe-data" type="application/json">${scriptSafeJson(data)}</script>
 <script>${TIMELINE_SCRIPT}</script>
 </body>

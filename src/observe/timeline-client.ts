@@ -167,7 +167,7 @@ export const TIMELINE_SCRIPT = String.raw`
       var node = el('div', 'seg seg-' + seg[0] + (seg[4] ? ' failed' : ''));
       node.style.left = x(seg[1]) + 'px';
       node.style.width = Math.max(1, (seg[2] - seg[1]) * scale) + 'px';
-      node.title = seg[3] + ' (' + fmtMs(seg[2] - seg[1]) + ')';
+      node.title = (seg[0] === 'model' ? 'model call: ' : '') + seg[3] + ' (' + fmtMs(seg[2] - seg[1]) + ')';
       row.appendChild(node);
     }
     var tok = el('div', 'tok', fmtTok(a.inputTokens + a.outputTokens) + ' tok' + (a.costUsd === null ? '' : ' ' + fmtUsd(a.costUsd)) + (a.error ? ' \u2716 ' + a.error.slice(0, 80) : ''));
@@ -270,7 +270,11 @@ export const TIMELINE_SCRIPT = String.raw`
     t.appendChild(head);
     for (var r = 0; r < rows.length; r++) {
       var tr = el('tr', rows[r].pick === undefined ? '' : 'pick');
-      for (var c = 0; c < rows[r].cells.length; c++) tr.appendChild(el('td', '', rows[r].cells[c]));
+      for (var c = 0; c < rows[r].cells.length; c++) {
+        var cell = rows[r].cells[c], td = el('td', '', cell);
+        if (c > 0 && typeof cell === 'string' && !/^[0-9.,$kM– ]*$/.test(cell)) td.style.textAlign = 'left';
+        tr.appendChild(td);
+      }
       if (rows[r].pick !== undefined) (function (index) { tr.addEventListener('click', function () { select(index, true); }); })(rows[r].pick);
       t.appendChild(tr);
     }

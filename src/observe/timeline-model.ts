@@ -93,12 +93,12 @@ export interface TimelineOptions {
   price?: TimelinePrice | undefined;
   /** Environment whose secret values are redacted from every text (default process.env). */
   env?: NodeJS.ProcessEnv;
-  /** Characters of transcript text kept over the whole run (default 3,000,000). */
+  /** Characters of transcript text kept over the whole run (default 2,000,000; at least 1,500 per agent). */
   transcriptBudgetChars?: number;
 }
 
 const WAIT_TOOLS = new Set(['delegate', 'wait_agents']);
-const ENTRY_CHARS = 1_500;
+const ENTRY_CHARS = 1_000;
 
 interface Building {
   agent: TimelineAgent;
@@ -137,8 +137,8 @@ export function buildTimeline(
   const at = (ts: number): number => Math.max(0, Math.round(ts - t0));
   const spawnedCount = events.filter((event) => event.type === 'agent.spawned').length;
   const perAgentChars = Math.max(
-    6_000,
-    Math.floor((options.transcriptBudgetChars ?? 3_000_000) / Math.max(1, spawnedCount)),
+    1_500,
+    Math.floor((options.transcriptBudgetChars ?? 2_000_000) / Math.max(1, spawnedCount)),
   );
   const agents = new Map<string, Building>();
   const sent = new Map<string, { agentId: string; ts: number }>();
@@ -194,6 +194,7 @@ export function buildTimeline(
       dropped: 0,
     };
     agents.set(event.agentId, building);
+    if (event.parentId !== undefined) agents.get(event.parentId)?.children.push(event.agentId);
     say(building, 'task', event.ts, event.task);
   };
 
@@ -230,7 +231,7 @@ export function buildTimeline(
           'model',
           at(start),
           at(event.ts),
-          `model call: ${event.usage.inputTokens} in / ${event.usage.outputTokens} out tokens${event.stopReason === undefined ? '' : `, ${event.stopReason}`}`,
+          `${event.usage.inputTokens} in / ${event.usage.outputTokens} out${event.stopReason === undefined ? '' : `, ${event.stopReason}`}`,
           0,
         ]);
         if (event.thinking !== undefined && event.thinking !== '') {
@@ -361,10 +362,6 @@ export function buildTimeline(
   }
 
   // Tree order: roots by spawn, then each parent's children by spawn.
-  for (const building of agents.values()) {
-    const parent = building.parentId === undefined ? undefined : agents.get(building.parentId);
-    parent?.children.push(building.agent.id);
-  }
   const ordered: Building[] = [];
   const visit = (building: Building): void => {
     ordered.push(building);
