@@ -81,6 +81,14 @@ export type {
   Usage,
 } from './model/types.js';
 export { addUsage, emptyUsage, MessageSchema, totalTokens } from './model/types.js';
+// Observability: OpenTelemetry GenAI spans and the one-file HTML timeline.
+export { renderTimelineHtml, TIMELINE_FILE, writeTimelineHtml } from './observe/html-timeline.js';
+export type { OtelEndpoint } from './observe/otel-config.js';
+export { resolveOtelEndpoint } from './observe/otel-config.js';
+export type { OtelExport, OtelExportOptions, OtelExportReport } from './observe/otel-exporter.js';
+export { exportEventsToOtel, exportToOtel } from './observe/otel-exporter.js';
+export type { TimelineData, TimelineOptions, TimelinePrice } from './observe/timeline-model.js';
+export { buildTimeline } from './observe/timeline-model.js';
 // The actor runtime, channels and roles.
 export type { Finding } from './roles/builtin.js';
 export {

@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AgentEvent } from '../../src/events/schema.js';
 import { exportEventsToOtel } from '../../src/observe/otel-exporter.js';
@@ -212,5 +214,24 @@ describe('OpenTelemetry export', () => {
     expect(report?.exportedSpans).toBe(0);
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain(url);
+  });
+});
+
+describe('loading', () => {
+  it('loads the OpenTelemetry packages only by dynamic import, so they load only when export is on', () => {
+    const dist = new URL('../../dist/src/', import.meta.url).pathname;
+    const files = readdirSync(dist, { recursive: true, encoding: 'utf8' }).filter((file) =>
+      file.endsWith('.js'),
+    );
+    const staticImports = files.filter((file) =>
+      /^\s*import\s[^;]*['"]@opentelemetry\//m.test(readFileSync(join(dist, file), 'utf8')),
+    );
+    const dynamicImports = files.filter((file) =>
+      /\bimport\(['"]@opentelemetry\//.test(readFileSync(join(dist, file), 'utf8')),
+    );
+
+    expect(files.length).toBeGreaterThan(50);
+    expect(staticImports).toEqual([]);
+    expect(dynamicImports).toEqual([join('observe', 'otel-exporter.js')]);
   });
 });
