@@ -95,6 +95,14 @@ export type {
   Usage,
 } from './model/types.js';
 export { addUsage, emptyUsage, MessageSchema, totalTokens } from './model/types.js';
+// Observability: OpenTelemetry GenAI spans and the one-file HTML timeline.
+export { renderTimelineHtml, TIMELINE_FILE, writeTimelineHtml } from './observe/html-timeline.js';
+export type { OtelEndpoint } from './observe/otel-config.js';
+export { resolveOtelEndpoint } from './observe/otel-config.js';
+export type { OtelExport, OtelExportOptions, OtelExportReport } from './observe/otel-exporter.js';
+export { exportEventsToOtel, exportToOtel } from './observe/otel-exporter.js';
+export type { TimelineData, TimelineOptions, TimelinePrice } from './observe/timeline-model.js';
+export { buildTimeline } from './observe/timeline-model.js';
 export { JsonRenderer } from './render/json.js';
 export type { LineRendererOptions } from './render/lines.js';
 export { formatEventLine, LineRenderer } from './render/lines.js';

@@ -84,7 +84,7 @@ describe('troupe (child process, offline model)', () => {
     expect(report).toContain('no language model was used');
     expect(report).toContain('### Figures side by side');
     expect(result.stdout).toMatch(/Run \S+ completed in/);
-    expect(result.stdout).toContain(`report  ${join(runDir, 'report.md')}`);
+    expect(result.stdout).toContain(`report   ${join(runDir, 'report.md')}`);
   });
 
   it('prints only schema-valid NDJSON on stdout with --json, progress on stderr', async () => {
@@ -138,7 +138,9 @@ describe('troupe (child process, offline model)', () => {
     expect(replay.code, replay.stderr).toBe(0);
     expect(replay.stdout.length).toBeGreaterThan(1000);
     expect(live.stdout.slice(0, replay.stdout.length)).toBe(replay.stdout);
-    expect(live.stdout.slice(replay.stdout.length)).toMatch(/^\ntrace {3}\S+\nreport {2}\S+\n$/);
+    expect(live.stdout.slice(replay.stdout.length)).toMatch(
+      /^\ntrace {4}\S+\nreport {3}\S+\ntimeline \S+\n$/,
+    );
   });
 
   it('loads custom roles from --roles and ends with exit 1 when the token budget runs out', async () => {
@@ -443,6 +445,6 @@ describe('troupe live view (pseudo-terminal)', () => {
     const tail = plain.slice(plain.lastIndexOf('Run '));
     expect(tail).toMatch(/^Run \S+ completed in \S+ · 7 agents \(7 completed\)/);
     expect(tail).toMatch(/total\s+7\s+7\s+0\s+0/);
-    expect(tail).toContain('report  ');
+    expect(tail).toContain('report   ');
   });
 });

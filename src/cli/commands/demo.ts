@@ -5,6 +5,7 @@ import { OFFLINE_DELAY_ENV } from '../../model/providers/offline.js';
 import { DEFAULT_GRANTS } from '../../tools/permissions.js';
 import { type CliIo, chooseOutputMode, exitWith, usageError } from '../context.js';
 import { corpusDir } from '../package-root.js';
+import { OTEL_FLAG_HELP } from './observe.js';
 import { parsePositiveInteger } from './options.js';
 import { executeJob } from './run.js';
 
@@ -21,6 +22,7 @@ interface DemoFlags {
   json?: boolean | undefined;
   quiet?: boolean | undefined;
   fast?: boolean | undefined;
+  otel?: boolean | undefined;
 }
 
 /** `troupe demo`: the main job on the built-in offline model over the bundled corpus; no key, no network. */
@@ -35,6 +37,7 @@ export function registerDemoCommand(program: Command, io: CliIo): void {
     .option('--json', 'print every event as NDJSON on stdout (progress goes to stderr)')
     .option('--quiet', 'plain lines instead of the live view')
     .option('--fast', 'do not slow the offline model down for watching')
+    .option('--otel', OTEL_FLAG_HELP)
     .action(async (flags: DemoFlags) => {
       const workspace = corpusDir();
       if (!existsSync(workspace)) {
@@ -61,6 +64,7 @@ export function registerDemoCommand(program: Command, io: CliIo): void {
           mode,
           approve: false,
           env: paced ? { ...io.env, [OFFLINE_DELAY_ENV]: String(LIVE_DEMO_DELAY_MS) } : io.env,
+          otel: flags.otel === true,
         }),
       );
     });

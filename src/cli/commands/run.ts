@@ -26,6 +26,7 @@ import {
   usageError,
 } from '../context.js';
 import { createPriceFunction, loadPriceTable } from '../prices.js';
+import { OTEL_FLAG_HELP, startRunObservers } from './observe.js';
 import {
   loadRoles,
   type ProviderFlags,
@@ -62,6 +63,8 @@ export interface JobSettings {
   prices?: Readonly<Record<string, ModelPrice>> | undefined;
   /** MCP servers by name (`--mcp <config.json>`). */
   mcp?: McpServers | undefined;
+  /** Export OpenTelemetry spans while running (`--otel`). */
+  otel?: boolean | undefined;
 }
 
 interface RunFlags extends ProviderFlags {
@@ -80,6 +83,7 @@ interface RunFlags extends ProviderFlags {
   unsafeNoSandbox?: boolean | undefined;
   prices?: string | undefined;
   mcp?: string | undefined;
+  otel?: boolean | undefined;
 }
 
 /** `troupe run "<task>"`: a coordinator splits the task among sub-agents; watch it live. */
@@ -124,6 +128,7 @@ export function registerRunCommand(program: Command, io: CliIo): void {
       '--approve',
       'ask y/n on the terminal before risky actions (refused without a terminal)',
     )
+    .option('--otel', OTEL_FLAG_HELP)
     .option(
       '--unsafe-no-sandbox',
       "run the sub-agents' shell and python WITHOUT the OS sandbox (bubblewrap); only where none can start",
@@ -154,6 +159,7 @@ export function registerRunCommand(program: Command, io: CliIo): void {
         unsafeNoSandbox: flags.unsafeNoSandbox === true,
         prices: flags.prices === undefined ? undefined : loadPriceTable(cwd, flags.prices),
         mcp: flags.mcp === undefined ? undefined : loadMcpConfig(resolve(cwd, flags.mcp)),
+        otel: flags.otel === true,
       };
       exitWith(await executeJob(io, settings));
     });
@@ -251,9 +257,11 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
   const bus = new EventBus();
   const trace = new TraceWriter(tracePath, { env: io.env });
   trace.attach(bus);
+  const price = settings.prices === undefined ? undefined : createPriceFunction(settings.prices);
+  const observers = startRunObservers(io, { otel: settings.otel, price }, bus);
   const renderer = createRenderer(settings.mode, io, {
     model: describeModel(settings.spec),
-    price: settings.prices === undefined ? undefined : createPriceFunction(settings.prices),
+    price,
   });
   bus.onAny((event) => renderer.handle(event));
   const progress = settings.mode === 'json' ? io.stderr : io.stdout;
@@ -304,8 +312,9 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
 
   const reportPath = join(runDir, 'report.md');
   const footer = [
-    `trace   ${show(cwd, tracePath)}`,
-    ...(existsSync(reportPath) ? [`report  ${show(cwd, reportPath)}`] : []),
+    `trace    ${show(cwd, tracePath)}`,
+    ...(existsSync(reportPath) ? [`report   ${show(cwd, reportPath)}`] : []),
+    ...(await observers.finish(tracePath, (path) => show(cwd, path))),
   ];
   progress.write(`\n${footer.join('\n')}\n`);
   if (interrupt.signal.aborted) {

@@ -13,6 +13,7 @@ import {
   usageError,
 } from '../context.js';
 import { createPriceFunction, loadPriceTable } from '../prices.js';
+import { OTEL_FLAG_HELP, observeTrace } from './observe.js';
 
 interface TraceFlags {
   out: string;
@@ -22,6 +23,8 @@ interface TraceFlags {
   json?: boolean | undefined;
   quiet?: boolean | undefined;
   prices?: string | undefined;
+  html?: string | boolean | undefined;
+  otel?: boolean | undefined;
 }
 
 function collect(value: string, previous: string[] | undefined): string[] {
@@ -98,6 +101,11 @@ export function registerTraceCommand(program: Command, io: CliIo): void {
       '--prices <file>',
       'JSON price table { "<model>": { "inputPerMTok": n, "outputPerMTok": n } } (US dollars per million tokens), so the replay shows cost',
     )
+    .option(
+      '--html [file]',
+      'write the run as a one-file HTML timeline (default timeline.html beside the trace)',
+    )
+    .option('--otel', OTEL_FLAG_HELP)
     .action(async (target: string, flags: TraceFlags) => {
       exitWith(await replay(io, target, flags));
     });
@@ -116,6 +124,13 @@ async function replay(io: CliIo, target: string, flags: TraceFlags): Promise<num
       );
     }
     const { events, invalidLines } = readTrace(path);
+    if (flags.html !== undefined || flags.otel === true) {
+      await observeTrace(io, events.filter(keep), path, flags, {
+        price,
+        resolvePath: (file) => resolve(cwd, file),
+      });
+      return EXIT.ok;
+    }
     const renderer = createRenderer(chooseOutputMode(io, { json: flags.json, quiet: true }), io, {
       price,
     });
