@@ -118,13 +118,13 @@ function delegationToolsFor(
   // The coordinator runs its delegation directly on the runtime; worker
   // actors get the same four tools over a round trip (runtime/host).
   const delegator: Delegator = {
-    delegate: (callerId, input) => runDelegation(spawner, callerId, input),
+    delegate: (callerId, input, signal) => runDelegation(spawner, callerId, input, signal),
     spawn: async (callerId, role, task) => {
       const [ref] = spawner.spawnBatch(callerId, [{ role, task }]);
       if (ref === undefined) throw new TroupeError('internal', 'Nothing was started.');
       return ref.id;
     },
-    wait: (_callerId, ids) => waitForChildren(state.refs, ids),
+    wait: (_callerId, ids, signal) => waitForChildren(state.refs, ids, signal),
     send: (_callerId, agentId, message) => sendToChild(state.refs, agentId, message),
   };
   return delegationTools(delegator, {
@@ -198,7 +198,12 @@ export async function runJob(options: JobOptions): Promise<JobResult> {
   emit({ type: 'agent.spawned', task, model: describeModel(spec), depth: 0 });
 
   const controller = new AbortController();
-  const onAbort = (): void => controller.abort(signal?.reason);
+  // A stop reaches every descendant at once, not when the coordinator's run
+  // returns: it may be waiting inside delegate or wait_agents.
+  const onAbort = (): void => {
+    controller.abort(signal?.reason);
+    runtime.cancelChildren(COORDINATOR_ID, `the run was stopped (${abortReason(signal)})`);
+  };
   if (signal?.aborted) onAbort();
   signal?.addEventListener('abort', onAbort, { once: true });
   const stopOnBudget = runtime.onBudgetExceeded((crossing) =>
@@ -280,6 +285,12 @@ export async function runJob(options: JobOptions): Promise<JobResult> {
     ...(error === undefined ? {} : { error }),
     results: state.results,
   };
+}
+
+function abortReason(signal: AbortSignal | undefined): string {
+  const reason: unknown = signal?.reason;
+  if (reason instanceof Error) return reason.message;
+  return typeof reason === 'string' && reason !== '' ? reason : 'aborted';
 }
 
 function jobError(

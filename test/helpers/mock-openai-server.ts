@@ -40,6 +40,8 @@ export interface OpenAIReplySpec {
   /** Streamed: end the stream early. */
   cut?: StreamCut;
   model?: string;
+  /** Wait this long before answering (a slow provider); a client that hangs up ends the wait. */
+  delayMs?: number;
 }
 
 /** What the next good request gets. */
@@ -81,18 +83,43 @@ export interface MockOpenAIServer {
   enqueue(...replies: OpenAIReply[]): void;
   /** Replies not yet used. */
   readonly pending: number;
+  /** Completion requests being answered now (received, not yet finished or hung up). */
+  readonly inFlight: number;
+  /** Completion requests the client closed before the answer was complete. */
+  readonly abandoned: number;
+  /** When each of those was closed (Date.now()), in order. */
+  readonly hangUps: readonly number[];
+  /** Resolves once `predicate` holds, checked after every request starts and ends. */
+  until(predicate: () => boolean): Promise<void>;
   close(): Promise<void>;
 }
 
+/**
+ * Decides the reply from the request itself, for runs whose requests arrive
+ * in no fixed order (parallel sub-agents): it replaces the queue.
+ */
+export type OpenAIResponder = (body: Record<string, unknown>, count: number) => OpenAIReply;
+
 /** Starts the mock on 127.0.0.1 with a random port. */
 export async function startMockOpenAIServer(
-  options: { apiKey?: string } = {},
+  options: { apiKey?: string; respond?: OpenAIResponder } = {},
 ): Promise<MockOpenAIServer> {
   const apiKey = options.apiKey ?? 'sk-test-openai-mock-key-0000';
   const queue: OpenAIReply[] = [];
   const requests: RecordedRequest[] = [];
   const violations: string[] = [];
   let completionCount = 0;
+  let inFlight = 0;
+  let abandoned = 0;
+  const hangUps: number[] = [];
+  const waiters = new Set<{ predicate: () => boolean; resolve: () => void }>();
+  const changed = (): void => {
+    for (const waiter of waiters) {
+      if (!waiter.predicate()) continue;
+      waiters.delete(waiter);
+      waiter.resolve();
+    }
+  };
 
   const http: MockHttpServer = await startMockHttpServer(async (request, response) => {
     requests.push(request);
@@ -132,7 +159,10 @@ export async function startMockOpenAIServer(
       });
       return;
     }
-    const reply = queue.shift();
+    const reply =
+      options.respond === undefined
+        ? queue.shift()
+        : options.respond(request.body as Record<string, unknown>, completionCount + 1);
     if (reply === undefined) {
       violations.push(`request ${number}: no reply was queued for this request`);
       sendJson(response, 400, {
@@ -141,6 +171,31 @@ export async function startMockOpenAIServer(
       return;
     }
     completionCount += 1;
+    inFlight += 1;
+    const hungUp = new Promise<void>((resolve) => {
+      response.once('close', () => {
+        inFlight -= 1;
+        if (!response.writableFinished) {
+          abandoned += 1;
+          hangUps.push(Date.now());
+        }
+        resolve();
+        changed();
+      });
+    });
+    changed();
+    const delayMs = reply.kind === 'reply' ? (reply.delayMs ?? 0) : 0;
+    if (delayMs > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        hungUp,
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, delayMs);
+        }),
+      ]);
+      clearTimeout(timer);
+      if (response.destroyed || response.writableEnded) return;
+    }
     await answer(response, request.body as Record<string, unknown>, reply, completionCount);
   });
 
@@ -153,6 +208,19 @@ export async function startMockOpenAIServer(
     get pending() {
       return queue.length;
     },
+    get inFlight() {
+      return inFlight;
+    },
+    get abandoned() {
+      return abandoned;
+    },
+    hangUps,
+    until: (predicate) =>
+      predicate()
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => {
+            waiters.add({ predicate, resolve });
+          }),
     close: () => http.close(),
   };
 }

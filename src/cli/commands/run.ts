@@ -165,6 +165,21 @@ export function registerRunCommand(program: Command, io: CliIo): void {
     });
 }
 
+// What became of the agents, as counted from their agent.finished events: "51 agents cancelled, 2 completed".
+function describeEnds(ends: ReadonlyMap<string, string>): string {
+  const counts = new Map<string, number>();
+  for (const status of ends.values()) counts.set(status, (counts.get(status) ?? 0) + 1);
+  const order = ['cancelled', 'completed', 'failed', 'timed_out'];
+  const parts = [...counts.entries()]
+    .sort(([a], [b]) => order.indexOf(a) - order.indexOf(b))
+    .map(([status, count], index) =>
+      index === 0
+        ? `${count} agent${count === 1 ? '' : 's'} ${status.replace('_', ' ')}`
+        : `${count} ${status.replace('_', ' ')}`,
+    );
+  return parts.length === 0 ? 'no agent had started' : parts.join(', ');
+}
+
 function show(cwd: string, path: string): string {
   const relativePath = relative(cwd, path);
   return relativePath !== '' && !relativePath.startsWith('..') && !isAbsolute(relativePath)
@@ -264,6 +279,8 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
     price,
   });
   bus.onAny((event) => renderer.handle(event));
+  const ends = new Map<string, string>();
+  bus.on('agent.finished', (event) => ends.set(event.agentId, event.status));
   const progress = settings.mode === 'json' ? io.stderr : io.stdout;
   if (settings.mode === 'json') {
     io.stderr.write(
@@ -319,7 +336,7 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
   progress.write(`\n${footer.join('\n')}\n`);
   if (interrupt.signal.aborted) {
     io.stderr.write(
-      `\nInterrupted: every agent was cancelled and the trace was flushed to ${show(cwd, tracePath)}.\nResume with: troupe run --resume ${runId}${show(cwd, settings.out) === 'troupe-runs' ? '' : ` --out ${show(cwd, settings.out)}`}\n`,
+      `\nInterrupted: ${describeEnds(ends)}; the trace was flushed to ${show(cwd, tracePath)}.\nResume with: troupe run --resume ${runId}${show(cwd, settings.out) === 'troupe-runs' ? '' : ` --out ${show(cwd, settings.out)}`}\n`,
     );
     return EXIT.interrupted;
   }

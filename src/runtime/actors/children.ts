@@ -12,6 +12,7 @@ import type { BatchSpawner } from './delegation.js';
 export async function waitForChildren(
   refs: ReadonlyMap<string, AgentRef>,
   ids: readonly string[],
+  signal?: AbortSignal,
 ): Promise<ActorResult[]> {
   const unknown = ids.filter((id) => !refs.has(id));
   if (unknown.length > 0) {
@@ -20,7 +21,18 @@ export async function waitForChildren(
       `Unknown agent id${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}. Started so far: ${[...refs.keys()].join(', ') || '(none)'}.`,
     );
   }
-  return Promise.all(ids.map((id) => (refs.get(id) as AgentRef).result));
+  const waited = ids.map((id) => refs.get(id) as AgentRef);
+  // A waiter that is stopped stops what it waits for: the results then come back at once.
+  const onAbort = (): void => {
+    for (const ref of waited) ref.cancel('the waiting agent was stopped');
+  };
+  if (signal?.aborted === true) onAbort();
+  else signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    return await Promise.all(waited.map((ref) => ref.result));
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+  }
 }
 
 /**

@@ -16,13 +16,38 @@ export async function runDelegation(
   spawner: BatchSpawner,
   parentId: string,
   input: DelegateInput,
+  signal?: AbortSignal,
 ): Promise<ActorResult[]> {
   const policy = input.policy ?? 'all_settled';
   const refs = spawner.spawnBatch(parentId, input.tasks);
+  const detach = cancelOnAbort(refs, signal);
+  try {
+    return await settle(refs, policy, input.quorum);
+  } finally {
+    detach();
+  }
+}
+
+// The caller stopped (its signal aborted): every sub-agent of the fan-out is
+// cancelled at once, so the results come back as soon as they have stopped.
+function cancelOnAbort(refs: readonly AgentRef[], signal: AbortSignal | undefined): () => void {
+  if (signal === undefined) return () => {};
+  const onAbort = (): void => {
+    for (const ref of refs) ref.cancel('the delegating agent was stopped');
+  };
+  if (signal.aborted) onAbort();
+  else signal.addEventListener('abort', onAbort, { once: true });
+  return () => signal.removeEventListener('abort', onAbort);
+}
+
+async function settle(
+  refs: readonly AgentRef[],
+  policy: DelegateInput['policy'] & string,
+  quorum: number | undefined,
+): Promise<ActorResult[]> {
   if (policy === 'all_settled') return Promise.all(refs.map((ref) => ref.result));
 
-  const needed =
-    policy === 'quorum' ? Math.min(input.quorum ?? refs.length, refs.length) : refs.length;
+  const needed = policy === 'quorum' ? Math.min(quorum ?? refs.length, refs.length) : refs.length;
   let succeeded = 0;
   let failed = 0;
   let stopped = false;

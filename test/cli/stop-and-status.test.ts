@@ -1,0 +1,184 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { AgentEvent } from '../../src/events/schema.js';
+import { readTrace } from '../../src/events/trace.js';
+import {
+  type MockOpenAIServer,
+  type OpenAIReply,
+  type OpenAIResponder,
+  openaiReply,
+  startMockOpenAIServer,
+} from '../helpers/mock-openai-server.js';
+
+// `troupe run` as a person runs it (node bin/troupe.js on the built dist/),
+// against a local OpenAI-compatible server with latency and injected faults.
+const root = new URL('../../', import.meta.url).pathname;
+const bin = join(root, 'bin', 'troupe.js');
+const corpus = join(root, 'examples', 'corpus');
+const TASK = 'Compare the storage documents.';
+
+beforeAll(() => {
+  if (!existsSync(join(root, 'dist', 'src', 'cli', 'main.js'))) {
+    throw new Error('dist/ is missing: run `npm run build` before these tests (npm test does).');
+  }
+});
+
+let server: MockOpenAIServer | undefined;
+let child: ChildProcess | undefined;
+
+afterEach(async () => {
+  if (child !== undefined && child.exitCode === null) child.kill('SIGKILL');
+  child = undefined;
+  await server?.close();
+  expect(server?.violations ?? []).toEqual([]);
+  server = undefined;
+});
+
+type Body = Record<string, unknown>;
+interface WireMessage {
+  role: string;
+  content?: unknown;
+  tool_calls?: unknown[];
+}
+
+/** Who is asking, from the system prompt the request carries. */
+function caller(body: Body): 'coordinator' | 'researcher' | 'analyst' | 'reporter' | 'other' {
+  const system = String((body['messages'] as WireMessage[])[0]?.content ?? '');
+  if (system.startsWith('You are the coordinator')) return 'coordinator';
+  if (system.startsWith('You are a researcher')) return 'researcher';
+  if (system.startsWith('You are an analyst')) return 'analyst';
+  if (system.startsWith('You are the reporter')) return 'reporter';
+  return 'other';
+}
+
+/** The model's turns so far in this request's conversation. */
+function turns(body: Body): number {
+  return (body['messages'] as WireMessage[]).filter((message) => message.role === 'assistant')
+    .length;
+}
+
+function delegateCall(tasks: Array<{ role: string; task: string }>): OpenAIReply {
+  return openaiReply({ toolCalls: [{ name: 'delegate', arguments: { tasks } }] });
+}
+
+interface Run {
+  child: ChildProcess;
+  out: string;
+  stdout: () => string;
+  stderr: () => string;
+  exit: Promise<number | null>;
+}
+
+async function startRun(respond: OpenAIResponder, extra: string[] = []): Promise<Run> {
+  server = await startMockOpenAIServer({ respond });
+  const out = mkdtempSync(join(tmpdir(), 'troupe-cli-stop-'));
+  const started = spawn(
+    process.execPath,
+    [
+      bin,
+      'run',
+      TASK,
+      '--provider',
+      'openai',
+      '--model',
+      'mock-model',
+      '--base-url',
+      server.baseURL,
+      '--workspace',
+      corpus,
+      '--out',
+      out,
+      '--threads',
+      '2',
+      '--quiet',
+      ...extra,
+    ],
+    {
+      cwd: root,
+      env: {
+        PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+        HOME: tmpdir(),
+        OPENAI_API_KEY: server.apiKey,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  child = started;
+  let stdout = '';
+  let stderr = '';
+  started.stdout?.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  started.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const exit = new Promise<number | null>((resolve) =>
+    started.once('exit', (code) => resolve(code)),
+  );
+  return { child: started, out, stdout: () => stdout, stderr: () => stderr, exit };
+}
+
+function traceOf(out: string): AgentEvent[] {
+  const [runId] = readdirSync(out);
+  if (runId === undefined) throw new Error(`no run folder in ${out}`);
+  const trace = readTrace(join(out, runId, 'trace.jsonl'));
+  expect(trace.invalidLines).toEqual([]);
+  return trace.events;
+}
+
+function finished(
+  events: readonly AgentEvent[],
+): Map<string, Extract<AgentEvent, { type: 'agent.finished' }>> {
+  const map = new Map<string, Extract<AgentEvent, { type: 'agent.finished' }>>();
+  for (const event of events) if (event.type === 'agent.finished') map.set(event.agentId, event);
+  return map;
+}
+
+describe('troupe run stops when told to (child process, local HTTP model server)', () => {
+  it('Ctrl-C with 50 sub-agents mid-call: exit 130 within the grace period plus 1 s, every agent cancelled, every request closed', async () => {
+    const researchers = 50;
+    const run = await startRun((body) => {
+      if (caller(body) === 'coordinator') {
+        if (turns(body) === 0) {
+          return delegateCall(
+            Array.from({ length: researchers }, (_, index) => ({
+              role: 'researcher',
+              task: `Read part ${index + 1} of the notes.`,
+            })),
+          );
+        }
+        return openaiReply({ content: 'Stopped.' });
+      }
+      // A slow provider: every sub-agent is still waiting for its reply when Ctrl-C comes.
+      return openaiReply({ content: 'Nothing found.', delayMs: 120_000 });
+    });
+    const mock = server as MockOpenAIServer;
+    await mock.until(() => mock.inFlight === researchers);
+    const interruptedAt = Date.now();
+    run.child.kill('SIGINT');
+    const code = await run.exit;
+    const elapsed = Date.now() - interruptedAt;
+    expect(code, run.stderr()).toBe(130);
+    // The runtime's default grace period is 5 s.
+    expect(elapsed).toBeLessThan(5000 + 1000);
+
+    const events = traceOf(run.out);
+    const end = events.at(-1);
+    expect(end).toMatchObject({ type: 'run.finished', status: 'cancelled' });
+    const ends = finished(events);
+    expect(ends.size).toBe(researchers + 1);
+    for (const [id, event] of ends) {
+      expect(event.status, id).toBe('cancelled');
+      // No sub-agent got a reply: each was stopped inside its one model call.
+      if (id !== 'coordinator') expect(event.steps ?? 0, id).toBe(0);
+    }
+    // Every request was closed by the run itself (before its last event), not by the process exiting.
+    expect(mock.abandoned).toBe(researchers);
+    expect(mock.inFlight).toBe(0);
+    for (const at of mock.hangUps) expect(at).toBeLessThanOrEqual(end?.ts ?? 0);
+    expect(run.stderr()).toContain(`Interrupted: ${researchers + 1} agents cancelled`);
+  });
+});
