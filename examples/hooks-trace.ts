@@ -9,13 +9,14 @@
  *   npm run build
  *   node dist/examples/hooks-trace.js
  */
+
+import { totalTokens } from '../src/entries/models.js';
 import {
   type AgentEvent,
   createRunId,
   DEFAULT_GRANTS,
   Runtime,
   runJob,
-  totalTokens,
   waitForEvent,
 } from '../src/index.js';
 import { corpusDir, modelFromFlags, outDirFor } from './support.js';

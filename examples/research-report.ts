@@ -13,14 +13,8 @@
  *   node dist/examples/research-report.js --provider openai --base-url http://localhost:11434/v1 --model llama3.1
  */
 import { join } from 'node:path';
-import {
-  createRunId,
-  DEFAULT_GRANTS,
-  describeModel,
-  Runtime,
-  runJob,
-  TraceWriter,
-} from '../src/index.js';
+import { describeModel } from '../src/entries/models.js';
+import { createRunId, DEFAULT_GRANTS, Runtime, runJob, TraceWriter } from '../src/index.js';
 import { corpusDir, modelFromFlags, outDirFor } from './support.js';
 
 const model = modelFromFlags();

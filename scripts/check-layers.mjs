@@ -28,6 +28,7 @@ const LAYERS = [
   'src/render',
   'src/cli',
   'src/index.ts',
+  'src/entries',
   'workers',
 ];
 
