@@ -23,6 +23,7 @@ import { ToolRegistry, type ToolResult } from '../tools/registry.js';
 import type { ToolContext } from '../tools/tool.js';
 import { createRunId } from '../util/ids.js';
 import { truncateEnd } from '../util/truncate.js';
+import { type LibraryWarning, withWarningSink } from '../util/warnings.js';
 import { TokenBudget, type TokenBudgetLimits } from './budget.js';
 import {
   type CompressionOptions,
@@ -147,6 +148,7 @@ export class Agent {
   readonly #maxSteps: number;
   #history: Message[] = [];
   #running = false;
+  readonly #warnings = new Set<string>();
 
   constructor(config: AgentConfig) {
     const maxSteps = config.maxSteps ?? DEFAULT_MAX_STEPS;
@@ -183,7 +185,9 @@ export class Agent {
   async run(input: string, options: RunOptions = {}): Promise<AgentResult> {
     this.#enter();
     try {
-      const result = await this.#loop(this.#history, input, options.signal);
+      const result = await withWarningSink(this.#warned, () =>
+        this.#loop(this.#history, input, options.signal),
+      );
       if (result.stopReason !== 'error') this.#history = result.messages;
       return result;
     } finally {
@@ -197,8 +201,16 @@ export class Agent {
     messages: readonly Message[] = [],
     options: RunOptions = {},
   ): Promise<AgentResult> {
-    return this.#loop(messages, input, options.signal);
+    return withWarningSink(this.#warned, () => this.#loop(messages, input, options.signal));
   }
+
+  // A warning raised during this agent's work (an SDK's console.warn, a Node
+  // warning) becomes its event, once per distinct message, instead of text on the terminal.
+  readonly #warned = (warning: LibraryWarning): undefined => {
+    if (this.#warnings.has(warning.message)) return;
+    this.#warnings.add(warning.message);
+    this.#emit({ type: 'warning.raised', source: warning.source, message: warning.message });
+  };
 
   #enter(): void {
     if (this.#running) {

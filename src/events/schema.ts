@@ -140,6 +140,12 @@ export const AgentEventSchema = z.discriminatedUnion('type', [
     beforeTokens: z.number().int().nonnegative(),
     afterTokens: z.number().int().nonnegative(),
   }),
+  /** A library (an SDK's console.warn) or Node (process.emitWarning) warned during this agent's work. */
+  e.extend({
+    type: z.literal('warning.raised'),
+    source: z.enum(['console', 'node']),
+    message: z.string(),
+  }),
   e.extend({
     type: z.literal('callback.error'),
     callback: z.string(),

@@ -117,6 +117,7 @@ export class GenAiSpanMapper {
       case 'budget.exceeded':
       case 'history.compressed':
       case 'callback.error':
+      case 'warning.raised':
         this.#note(event);
         return;
       case 'run.started':
@@ -358,6 +359,7 @@ export class GenAiSpanMapper {
       | 'budget.exceeded'
       | 'history.compressed'
       | 'callback.error'
+      | 'warning.raised'
     >,
   ): void {
     const span = this.#agents.get(event.agentId)?.span;
@@ -389,6 +391,12 @@ export class GenAiSpanMapper {
         Object.assign(attributes, {
           'troupe.callback': event.callback,
           'error.type': event.error.code,
+        });
+        break;
+      case 'warning.raised':
+        Object.assign(attributes, {
+          'troupe.warning.source': event.source,
+          'troupe.warning.message': event.message,
         });
         break;
     }

@@ -329,6 +329,9 @@ export function buildTimeline(
       case 'callback.error':
         say(building, 'error', event.ts, `callback ${event.callback}: ${event.error.message}`);
         break;
+      case 'warning.raised':
+        say(building, 'note', event.ts, `warning: ${event.message}`);
+        break;
       case 'agent.finished': {
         agent.endMs = at(event.ts);
         agent.status = event.status;

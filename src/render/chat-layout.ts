@@ -20,7 +20,7 @@ function json(value: unknown): string {
  * The layered chat layout of one event: nothing for most events, and for the
  * steps a person follows one line each, indented two spaces: 💭 thinking,
  * 🤔 a tool call, ✅ a tool's result, ❌ a tool's failure with its whole
- * message. The final answer is not here: it is printed flush left by the caller.
+ * message, ⚠ a library's warning in full. The final answer is not here: it is printed flush left by the caller.
  */
 export function chatLayout(event: AgentEvent): string[] {
   switch (event.type) {
@@ -34,6 +34,8 @@ export function chatLayout(event: AgentEvent): string[] {
       return event.ok
         ? [`  ✅ ${event.name} → ${cutChars(oneLine(event.content), TOOL_RESULT_CHARS)}`]
         : [`  ❌ ${event.name} failed: ${oneLine(event.error?.message ?? event.content)}`];
+    case 'warning.raised':
+      return [`  ⚠ ${oneLine(event.message)}`];
     default:
       return [];
   }

@@ -79,6 +79,8 @@ export function describeEvent(event: AgentEvent): string | undefined {
       return `${event.type === 'budget.warning' ? 'budget warning' : 'budget exceeded'}: ${event.scope} ${event.metric} ${Math.round(event.used)} of ${Math.round(event.limit)}`;
     case 'history.compressed':
       return `history compressed: ${event.beforeMessages} → ${event.afterMessages} messages, ${event.beforeTokens} → ${event.afterTokens} tokens`;
+    case 'warning.raised':
+      return `warning: ${oneLine(event.message)}`;
     case 'callback.error':
       return `callback error in ${event.callback}: ${oneLine(event.error.message)}`;
   }

@@ -158,6 +158,7 @@ export class RunState {
         agent.progress = `history compressed: ${event.beforeMessages} → ${event.afterMessages} messages`;
         break;
       case 'callback.error':
+      case 'warning.raised':
         break;
     }
   }

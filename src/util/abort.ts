@@ -20,3 +20,29 @@ export async function sleep(milliseconds: number, signal?: AbortSignal): Promise
 function cancelledBy(signal: AbortSignal): TroupeError {
   return new TroupeError('cancelled', 'The model call was cancelled.', { cause: signal.reason });
 }
+
+/**
+ * A signal for one request that aborts when `parent` does. The parent gets
+ * exactly one listener, removed by `release()`: an SDK that adds its own
+ * listener to the signal it is given and never removes it (the OpenAI client)
+ * then adds it to this short-lived signal, so a long-lived agent signal does
+ * not collect one listener per request (Node's MaxListenersExceededWarning
+ * after ten).
+ */
+export function requestSignal(parent: AbortSignal | undefined): {
+  signal: AbortSignal | undefined;
+  release: () => void;
+} {
+  if (parent === undefined) return { signal: undefined, release: () => {} };
+  const controller = new AbortController();
+  if (parent.aborted) {
+    controller.abort(parent.reason);
+    return { signal: controller.signal, release: () => {} };
+  }
+  const forward = (): void => controller.abort(parent.reason);
+  parent.addEventListener('abort', forward, { once: true });
+  return {
+    signal: controller.signal,
+    release: () => parent.removeEventListener('abort', forward),
+  };
+}

@@ -17,6 +17,7 @@ import { DEFAULT_GRANTS } from '../../tools/permissions.js';
 import type { ApprovalRequest, PermissionTier } from '../../tools/tool.js';
 import { createRunId } from '../../util/ids.js';
 import { createRedactor } from '../../util/redact.js';
+import { captureWarnings } from '../../util/warnings.js';
 import { type CliIo, EXIT, exitWith } from '../context.js';
 import {
   type ProviderFlags,
@@ -186,6 +187,11 @@ async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
     reader.close();
   };
   io.signal?.addEventListener('abort', onInterrupt, { once: true });
+  // A library's warning shows as a ⚠ line (once, from the agent's event), not raw on the terminal.
+  const releaseWarnings = captureWarnings((warning) => {
+    out(`⚠ ${warning.message}`);
+    return undefined;
+  });
   try {
     for (;;) {
       if (interactive) io.stdout.write('> ');
@@ -211,6 +217,7 @@ async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
     }
   } finally {
     io.signal?.removeEventListener('abort', onInterrupt);
+    releaseWarnings();
     reader.close();
     await mcp?.hub.close();
   }

@@ -15,6 +15,7 @@ import type { RuntimeOptions } from '../../runtime/runtime-options.js';
 import { DEFAULT_GRANTS } from '../../tools/permissions.js';
 import type { ApprovalRequest, PermissionTier } from '../../tools/tool.js';
 import { createRunId } from '../../util/ids.js';
+import { captureWarnings } from '../../util/warnings.js';
 import { createTerminalApprover } from '../approve.js';
 import {
   type CliIo,
@@ -308,6 +309,13 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
     }),
   );
 
+  // Nothing but the renderer writes to the terminal during the run: a warning
+  // raised in an agent's work is its event; any other is held and printed after.
+  const heldWarnings = new Set<string>();
+  const releaseWarnings = captureWarnings((warning) => {
+    heldWarnings.add(warning.message);
+    return undefined;
+  });
   let status: string | undefined;
   let failure: unknown;
   try {
@@ -325,7 +333,9 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
     await runtime.close();
     trace.close();
     renderer.finish();
+    releaseWarnings();
   }
+  for (const message of heldWarnings) io.stderr.write(`warning: ${message}\n`);
 
   const reportPath = join(runDir, 'report.md');
   const footer = [

@@ -1,5 +1,6 @@
 import type { Anthropic } from '@anthropic-ai/sdk';
 import { TroupeError } from '../../errors.js';
+import { requestSignal } from '../../util/abort.js';
 import { createRedactor } from '../../util/redact.js';
 import type { AnthropicSpec, Model } from '../spec.js';
 import type { ModelCallOptions, ModelRequest, ModelResponse, ModelStreamPart } from '../types.js';
@@ -78,14 +79,17 @@ export class AnthropicModel implements Model {
 
   async complete(request: ModelRequest, options: ModelCallOptions = {}): Promise<ModelResponse> {
     const { sdk, client, body } = await this.#prepare(request, options.signal);
+    const linked = requestSignal(options.signal);
     try {
       const message = await client.messages.create(
         { ...body, stream: false },
-        { signal: options.signal },
+        { signal: linked.signal },
       );
       return fromAnthropicMessage(message);
     } catch (error) {
       throw toProviderError(error, this.#context(options.signal, false), sdk);
+    } finally {
+      linked.release();
     }
   }
 
@@ -96,10 +100,11 @@ export class AnthropicModel implements Model {
     const { sdk, client, body } = await this.#prepare(request, options.signal);
     const assembler = new AnthropicStreamAssembler();
     let isStreaming = false;
+    const linked = requestSignal(options.signal);
     try {
       const stream = await client.messages.create(
         { ...body, stream: true },
-        { signal: options.signal },
+        { signal: linked.signal },
       );
       isStreaming = true;
       for await (const event of stream) {
@@ -107,6 +112,8 @@ export class AnthropicModel implements Model {
       }
     } catch (error) {
       throw toProviderError(error, this.#context(options.signal, isStreaming), sdk);
+    } finally {
+      linked.release();
     }
     // The SDK ends a stream quietly when its signal aborts; that is a cancellation, not an answer.
     if (options.signal?.aborted === true) throw cancelledError(options.signal, 'anthropic');

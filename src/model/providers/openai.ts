@@ -1,4 +1,5 @@
 import type { OpenAI } from 'openai';
+import { requestSignal } from '../../util/abort.js';
 import { createRedactor } from '../../util/redact.js';
 import type { Model, OpenAISpec } from '../spec.js';
 import type { ModelCallOptions, ModelRequest, ModelResponse, ModelStreamPart } from '../types.js';
@@ -61,14 +62,17 @@ export class OpenAIModel implements Model {
 
   async complete(request: ModelRequest, options: ModelCallOptions = {}): Promise<ModelResponse> {
     const { sdk, client, body } = await this.#prepare(request, options.signal);
+    const linked = requestSignal(options.signal);
     try {
       const completion = await client.chat.completions.create(
         { ...body, stream: false },
-        { signal: options.signal },
+        { signal: linked.signal },
       );
       return fromOpenAICompletion(completion);
     } catch (error) {
       throw toProviderError(error, this.#context(options.signal, false), sdk);
+    } finally {
+      linked.release();
     }
   }
 
@@ -79,10 +83,11 @@ export class OpenAIModel implements Model {
     const { sdk, client, body } = await this.#prepare(request, options.signal);
     const assembler = new OpenAIStreamAssembler();
     let isStreaming = false;
+    const linked = requestSignal(options.signal);
     try {
       const stream = await client.chat.completions.create(
         { ...body, stream: true, stream_options: { include_usage: true } },
-        { signal: options.signal },
+        { signal: linked.signal },
       );
       isStreaming = true;
       for await (const chunk of stream) {
@@ -90,6 +95,8 @@ export class OpenAIModel implements Model {
       }
     } catch (error) {
       throw toProviderError(error, this.#context(options.signal, isStreaming), sdk);
+    } finally {
+      linked.release();
     }
     // The SDK ends a stream quietly when its signal aborts; that is a cancellation, not an answer.
     if (options.signal?.aborted === true) throw cancelledError(options.signal, 'openai');

@@ -11,6 +11,7 @@ import type { ActorResult } from '../../roles/result.js';
 import { ToolRegistry } from '../../tools/registry.js';
 import type { AnyTool } from '../../tools/tool.js';
 import { loadToolModules } from '../../tools/tool-modules.js';
+import { captureWarnings } from '../../util/warnings.js';
 import { Batcher } from '../wire/batcher.js';
 import {
   type ChildAnswer,
@@ -129,10 +130,16 @@ export class ActorHost {
       this.#shutdown = resolve;
     });
     this.#port.on('message', (data) => this.#receive(data));
+    // Warnings raised in this thread become events of the actor whose work raised them
+    // (or of the newest actor), never text on the terminal under the live view.
+    const release = captureWarnings(
+      (warning) => [...this.#actors.values()].at(-1)?.warn(warning) ?? false,
+    );
     return stopped.then(async () => {
       while (this.#running.size > 0) await Promise.all([...this.#running]);
       await this.#mcp?.close();
       this.#out.close();
+      release();
     });
   }
 

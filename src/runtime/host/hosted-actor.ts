@@ -14,6 +14,7 @@ import {
 import type { ActorResult } from '../../roles/result.js';
 import type { ToolRegistry } from '../../tools/registry.js';
 import type { AnyTool, ApprovalRequest, ToolContext } from '../../tools/tool.js';
+import { type LibraryWarning, withWarningSink } from '../../util/warnings.js';
 import type {
   ActorOutcome,
   ChildAnswer,
@@ -84,6 +85,7 @@ export class HostedActor {
   readonly #role: RoleSpec;
   #wake: (() => void) | undefined;
   #cancelReason = '';
+  readonly #warnings = new Set<string>();
 
   constructor(options: HostedActorOptions) {
     this.#options = options;
@@ -123,7 +125,18 @@ export class HostedActor {
   }
 
   /** Runs the actor to its end. Resolves, never rejects. */
-  async run(): Promise<ActorOutcome> {
+  run(): Promise<ActorOutcome> {
+    return withWarningSink(this.warn, () => this.#run());
+  }
+
+  /** Records a warning raised during this actor's work as its event (once per message). */
+  readonly warn = (warning: LibraryWarning): undefined => {
+    if (this.#warnings.has(warning.message)) return;
+    this.#warnings.add(warning.message);
+    this.#emit({ type: 'warning.raised', source: warning.source, message: warning.message });
+  };
+
+  async #run(): Promise<ActorOutcome> {
     let usage: Usage = emptyUsage();
     let steps = 0;
     try {

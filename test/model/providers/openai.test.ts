@@ -550,3 +550,30 @@ describe('OpenAIModel', () => {
     });
   });
 });
+
+describe('the abort signal of a long-lived agent', () => {
+  it('keeps no listener per request (no MaxListenersExceededWarning after ten calls)', async () => {
+    const { getEventListeners } = await import('node:events');
+    const model = openai();
+    const agentSignal = new AbortController().signal;
+    const request = { messages: [{ role: 'user' as const, content: 'hi' }] };
+    for (let call = 0; call < 12; call += 1) {
+      server.enqueue(openaiReply({ content: `reply ${call}` }), openaiReply({ content: 'again' }));
+      await model.complete(request, { signal: agentSignal });
+      await collect(model.stream(request, { signal: agentSignal }));
+    }
+    expect(getEventListeners(agentSignal, 'abort')).toHaveLength(0);
+  });
+
+  it('still cancels the request when the agent signal aborts', async () => {
+    const model = openai();
+    const controller = new AbortController();
+    controller.abort(new Error('stop'));
+    await expect(
+      model.complete(
+        { messages: [{ role: 'user', content: 'hi' }] },
+        { signal: controller.signal },
+      ),
+    ).rejects.toMatchObject({ code: 'cancelled' });
+  });
+});
