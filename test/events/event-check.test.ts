@@ -59,6 +59,7 @@ const VALID: Array<Record<string, unknown>> = [
     afterTokens: 200,
   },
   { ...envelope, type: 'callback.error', callback: 'onStep', error },
+  { ...envelope, type: 'warning.raised', source: 'console', message: 'The model is deprecated' },
 ];
 
 // Values a producer could get wrong: every JSON type, edge numbers, absence.

@@ -1,3 +1,4 @@
+/* biome-ignore-all lint/suspicious/noConsole: these tests call console.warn on purpose. */
 import { afterEach, describe, expect, it } from 'vitest';
 import { captureWarnings, type LibraryWarning, withWarningSink } from '../../src/util/warnings.js';
 

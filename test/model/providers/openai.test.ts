@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isTroupeError, serializeError, type TroupeError } from '../../../src/errors.js';
@@ -553,7 +554,6 @@ describe('OpenAIModel', () => {
 
 describe('the abort signal of a long-lived agent', () => {
   it('keeps no listener per request (no MaxListenersExceededWarning after ten calls)', async () => {
-    const { getEventListeners } = await import('node:events');
     const model = openai();
     const agentSignal = new AbortController().signal;
     const request = { messages: [{ role: 'user' as const, content: 'hi' }] };
