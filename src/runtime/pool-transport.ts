@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import type { RuntimeOptions } from './runtime-options.js';
 import { LocalTransport } from './wire/local-transport.js';
+import { ToolPool } from './wire/tool-pool.js';
 
 /**
  * The transport a runtime uses when given none: a LocalTransport (piscina
@@ -20,11 +21,44 @@ export function createPoolTransport(runId: string, options: RuntimeOptions): Loc
       ...(options.mcp === undefined ? {} : { mcp: { ...options.mcp } }),
       ...(options.env === undefined ? {} : { env: definedEnv(options.env) }),
       hasApprove: options.approve !== undefined,
+      ...(isolatesTools(options) ? { isolateTools: true } : {}),
       ...(options.unsafeNoSandbox === true ? { unsafeNoSandbox: true } : {}),
     },
     // A small young generation per thread: about 20 MiB less RSS per thread
     // in the fan-out benchmark, at no measurable CPU cost (docs/PERFORMANCE.md).
     resourceLimits: { maxYoungGenerationSizeMb: 4, ...options.threadLimits },
+  });
+}
+
+/** True when the run's user tool modules run on the tool pool (the default), not in the actor threads. */
+export function isolatesTools(options: RuntimeOptions): boolean {
+  return options.toolIsolation !== 'thread' && (options.toolModules?.length ?? 0) > 0;
+}
+
+/**
+ * The pool user tool code runs on, apart from the actors: 2 threads by
+ * default, each with a 256 MiB old generation, a per-call timeout and a
+ * watchdog that stops a thread whose heartbeat stops (docs/ARCHITECTURE.md,
+ * "Failure model").
+ */
+export function createToolPool(runId: string, options: RuntimeOptions): ToolPool {
+  return new ToolPool({
+    threads: options.toolThreads ?? 2,
+    timeoutMs: options.toolTimeoutMs,
+    blockedMs: options.blockedThreadMs,
+    limits: options.toolThreadLimits,
+    config: {
+      runId,
+      workspace: options.workspace,
+      ...(options.outDir === undefined ? {} : { outDir: options.outDir }),
+      grants: [...options.grants],
+      toolModules: [...(options.toolModules ?? [])],
+      ...(options.env === undefined ? {} : { env: definedEnv(options.env) }),
+      hasApprove: options.approve !== undefined,
+      ...(options.unsafeNoSandbox === true ? { unsafeNoSandbox: true } : {}),
+      // Bounded before it crosses: the main thread never holds more per call.
+      maxResultChars: 64_000,
+    },
   });
 }
 

@@ -69,4 +69,20 @@ export interface RuntimeOptions {
   maxActorsPerThread?: number | undefined;
   /** Spawns waiting for a place before more are refused (default 100,000). */
   maxQueued?: number | undefined;
+  /**
+   * Where the user tool modules' tools run: 'pool' (default) on a tool pool
+   * apart from the actor threads, so a tool that crashes, spins or runs out
+   * of memory costs one tool call of one agent; 'thread' inside the actor
+   * threads (about one thread hop less per call, but a fatal tool takes its
+   * thread's actors with it: only for tools you trust).
+   */
+  toolIsolation?: 'pool' | 'thread' | undefined;
+  /** Threads of the tool pool (default 2). */
+  toolThreads?: number | undefined;
+  /** A pooled tool call not settled after this long is answered with a timeout (default 120,000 ms). */
+  toolTimeoutMs?: number | undefined;
+  /** A tool thread whose heartbeat stops this long is stopped as blocked (default 5,000 ms). */
+  blockedThreadMs?: number | undefined;
+  /** Memory limits of each tool thread (default a 256 MiB old generation). */
+  toolThreadLimits?: ThreadLimits | undefined;
 }

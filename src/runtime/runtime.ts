@@ -25,9 +25,10 @@ import type { BudgetCrossing } from './budget/tree-budget.js';
 import { UsageLedger, type UsageTotals } from './budget/usage-ledger.js';
 import { Mailbox } from './messaging/mailbox.js';
 import { Router } from './messaging/router.js';
-import { createPoolTransport } from './pool-transport.js';
+import { createPoolTransport, createToolPool } from './pool-transport.js';
 import { ResultStore } from './resume/result-store.js';
 import type { RuntimeOptions } from './runtime-options.js';
+import type { ToolPool } from './wire/tool-pool.js';
 
 /**
  * Hosts actors (sub-agents) on a pool of worker threads, routes their
@@ -59,6 +60,8 @@ export class Runtime {
   readonly #admission: Admission;
   readonly #resume: ResumeReplay;
   readonly #graceMs: number;
+  // User tool code runs here, started on the first pooled call.
+  #toolPool: ToolPool | undefined;
   #closed = false;
   #closing: Promise<void> | undefined;
   #fatal: TroupeError | undefined;
@@ -89,7 +92,10 @@ export class Runtime {
       options.transport ?? createPoolTransport(this.runId, options),
       {
         items: (hostId, items) => this.#link.items(hostId, items),
-        hostDown: (hostId, error) => this.#lifecycle.hostDown(hostId, error),
+        hostDown: (hostId, error) => {
+          this.#link.hostDown(hostId);
+          this.#lifecycle.hostDown(hostId, error);
+        },
         error: (error, fatal) => this.#onTransportError(error, fatal),
         closedFor: (actorId) => this.#router.closedFor(actorId),
       },
@@ -122,6 +128,10 @@ export class Runtime {
       delegate: (actorId, input) => runDelegation(this.#children, actorId, input),
       child: (actorId, request) => this.#children.answer(actorId, request),
       emit: (agentId, payload) => this.#emit(agentId, payload),
+      toolCall: (request, hooks) => {
+        this.#toolPool ??= createToolPool(this.runId, options);
+        return this.#toolPool.call(request, hooks);
+      },
     });
     this.#guard = new BudgetGuard({
       limits: options.budget,
@@ -314,6 +324,7 @@ export class Runtime {
       clearTimeout(timer);
     }
     await this.#scheduler.close(this.#graceMs);
+    await this.#toolPool?.close();
     const closed = plainError(
       new TroupeError('runtime.closed', 'The runtime closed before the actor finished.'),
     );

@@ -55,6 +55,8 @@ async function runFault(tool: string, options: { timeoutMs?: number } = {}) {
     workspace,
     threadLimits: { maxOldGenerationSizeMb: 48 },
     cancelGraceMs: 200,
+    // These tests are about the actor threads' supervision: the fault tools run in them.
+    toolIsolation: 'thread',
   });
   const siblings = Array.from({ length: 4 }, (_, index) =>
     runtime.spawn('sibling', `sibling ${index}`),
@@ -68,7 +70,7 @@ async function runFault(tool: string, options: { timeoutMs?: number } = {}) {
   return { bad, siblings: results, events, retried: retried.map((event) => event.agentId) };
 }
 
-describe('Runtime faults', () => {
+describe('Runtime faults, with the fault tools in the actor threads', () => {
   it('turns a throwing tool into an error result the model reads, and the actor completes', async () => {
     const { bad, siblings, events, retried } = await runFault('boom');
     expect(retried).toEqual([]);
@@ -182,6 +184,7 @@ describe('Runtime faults', () => {
         provider: 'scripted',
         script: { steps: [{ toolCalls: [{ name: 'exit_process' }], repeat: true }] },
       },
+      toolIsolation: 'thread',
     });
     const result = await runtime.spawn('crasher', 'crash', { parent: 'coordinator' }).result;
     expect(result).toMatchObject({ status: 'failed', error: { code: 'runtime.worker_exit' } });

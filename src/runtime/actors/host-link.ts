@@ -12,6 +12,7 @@ import {
   type WorkerToMain,
   type WorkerWireItem,
 } from '../wire/protocol.js';
+import type { ToolCallHandle, ToolCallHooks, ToolCallRequest } from '../wire/tool-pool.js';
 import type { ActorResult } from './actor.js';
 import type { ActorTable } from './actor-table.js';
 import type { ActorLifecycle } from './lifecycle.js';
@@ -30,6 +31,8 @@ export interface HostLinkDeps {
   /** Answers a worker actor's spawn_agent, wait_agents or send_message; never rejects. */
   child(actorId: string, request: ChildRequest): Promise<ChildAnswer>;
   emit(agentId: string, payload: EventPayload): void;
+  /** Runs a user tool's call on the tool pool (when the run isolates tools). */
+  toolCall?: ((request: ToolCallRequest, hooks: ToolCallHooks) => ToolCallHandle) | undefined;
 }
 
 type Item<TType extends WorkerToMain['type']> = Extract<WorkerToMain, { type: TType }>;
@@ -43,6 +46,8 @@ type Item<TType extends WorkerToMain['type']> = Extract<WorkerToMain, { type: TT
  */
 export class HostLink {
   readonly #deps: HostLinkDeps;
+  // Pooled tool calls in flight, by host and request; progress waiting to go out with them.
+  readonly #toolCalls = new Map<number, Map<number, { handle: ToolCallHandle; notes: string[] }>>();
 
   constructor(deps: HostLinkDeps) {
     this.#deps = deps;
@@ -92,11 +97,79 @@ export class HostLink {
             }),
           );
           break;
+        case 'tool.requested':
+          this.#tool(hostId, item);
+          break;
+        case 'tool.cancelled':
+          this.#toolCalls.get(hostId)?.get(item.requestId)?.handle.cancel();
+          break;
         case 'host.error':
         case 'host.ready':
           break;
       }
     }
+  }
+
+  /** A host is gone: the pooled tool calls its actors made are given up. */
+  hostDown(hostId: number): void {
+    const calls = this.#toolCalls.get(hostId);
+    this.#toolCalls.delete(hostId);
+    for (const call of calls?.values() ?? []) call.handle.cancel();
+  }
+
+  #tool(hostId: number, item: Item<'tool.requested'>): void {
+    const reply = this.#deps.scheduler;
+    const toolCall = this.#deps.toolCall;
+    if (toolCall === undefined) {
+      reply.reply(hostId, {
+        type: 'tool.answered',
+        requestId: item.requestId,
+        ok: false,
+        content: `${item.tool} was not run: this runtime has no tool pool.`,
+        code: 'tool.failed',
+      });
+      return;
+    }
+    let calls = this.#toolCalls.get(hostId);
+    if (calls === undefined) {
+      calls = new Map();
+      this.#toolCalls.set(hostId, calls);
+    }
+    const entry = { handle: undefined as unknown as ToolCallHandle, notes: [] as string[] };
+    // Progress goes out once per turn, always before the answer (same port, in order).
+    const flush = (): void => {
+      if (entry.notes.length === 0) return;
+      const notes = entry.notes;
+      entry.notes = [];
+      reply.reply(hostId, { type: 'tool.progress', requestId: item.requestId, notes });
+    };
+    const record = this.#deps.table.get(item.actorId);
+    const approve = this.#deps.approve;
+    entry.handle = toolCall(
+      { tool: item.tool, input: item.input, agentId: item.actorId, role: record?.role.name },
+      {
+        progress: (note) => {
+          if (entry.notes.length === 0) setImmediate(flush);
+          entry.notes.push(note);
+        },
+        approve:
+          approve === undefined
+            ? undefined
+            : (tool, summary) => approve({ tool, agentId: item.actorId, summary }),
+      },
+    );
+    calls.set(item.requestId, entry);
+    void entry.handle.answer.then((answer) => {
+      calls.delete(item.requestId);
+      flush();
+      reply.reply(hostId, {
+        type: 'tool.answered',
+        requestId: item.requestId,
+        ok: answer.ok,
+        content: answer.ok ? answer.content : answer.message,
+        ...(answer.ok ? {} : { code: answer.code }),
+      });
+    });
   }
 
   // Validated in the worker that produced it; here only the envelope is

@@ -9,7 +9,7 @@ import { emptyUsage } from '../../model/types.js';
 import type { DelegateInput } from '../../roles/delegation-tools.js';
 import type { ActorResult } from '../../roles/result.js';
 import { ToolRegistry } from '../../tools/registry.js';
-import type { AnyTool } from '../../tools/tool.js';
+import type { AnyTool, ToolContext } from '../../tools/tool.js';
 import { loadToolModules } from '../../tools/tool-modules.js';
 import { captureWarnings } from '../../util/warnings.js';
 import { Batcher } from '../wire/batcher.js';
@@ -63,6 +63,8 @@ export class ActorHost {
   readonly #models = new Map<string, { spec: ModelSpec; shared: Model | undefined }>();
   readonly #running = new Set<Promise<void>>();
   readonly #pending = new Map<number, Pending>();
+  // Progress handlers of pooled tool calls in flight, by request.
+  readonly #toolProgress = new Map<number, (note: string) => void>();
   readonly #out: Batcher<WorkerWireItem>;
   readonly #env: NodeJS.ProcessEnv | undefined;
   #nextRequest = 1;
@@ -105,8 +107,19 @@ export class ActorHost {
   ): Promise<ActorHost> {
     let tools: AnyTool[] = [...options.builtins];
     let loadError: TroupeError | undefined;
+    // Set once the host is built: pooled tools call through it.
+    let built: ActorHost | undefined;
     try {
-      const user = await loadToolModules(config.toolModules);
+      let user = await loadToolModules(config.toolModules);
+      if (config.isolateTools === true) {
+        user = user.map((tool) => ({
+          ...tool,
+          execute: (input: unknown, context: ToolContext) => {
+            if (built === undefined) throw new TroupeError('internal', 'The host is not built.');
+            return built.#pooled(tool.name, input, context);
+          },
+        }));
+      }
       // A user tool with a built-in's name replaces it.
       const userNames = new Set(user.map((tool) => tool.name));
       tools = [...tools.filter((tool) => !userNames.has(tool.name)), ...user];
@@ -117,6 +130,7 @@ export class ActorHost {
           : new TroupeError('usage.invalid_option', errorMessage(error), { cause: error });
     }
     const host = new ActorHost(config, port, { tools, threadId: options.threadId });
+    built = host;
     if (loadError !== undefined) {
       host.#loadError = loadError;
       host.#out.push({ type: 'host.error', error: serializeError(loadError) });
@@ -186,10 +200,61 @@ export class ActorHost {
       case 'child.answered':
         this.#answer(item.requestId, item.answer);
         return;
+      case 'tool.progress': {
+        const progress = this.#toolProgress.get(item.requestId);
+        for (const note of item.notes) progress?.(note);
+        return;
+      }
+      case 'tool.answered':
+        this.#toolProgress.delete(item.requestId);
+        this.#answer(item.requestId, item);
+        return;
       case 'host.shutdown':
         this.#stop();
         return;
     }
+  }
+
+  // A user tool's call, run on the main thread's tool pool: whatever the tool
+  // does to its thread costs this call only. A cancel does not wait for it.
+  #pooled(tool: string, input: unknown, context: ToolContext): Promise<string> {
+    if (!crossable(input)) {
+      return Promise.reject(
+        new TroupeError(
+          'tool.invalid_input',
+          `The arguments of ${tool} hold a function or symbol after parsing, so they cannot reach the tool pool.`,
+        ),
+      );
+    }
+    const signal = context.signal;
+    let requestId = 0;
+    let onAbort: (() => void) | undefined;
+    const answer = this.#request<Extract<MainToWorker, { type: 'tool.answered' }>>((id) => {
+      requestId = id;
+      return { type: 'tool.requested', requestId: id, actorId: context.agentId, tool, input };
+    });
+    if (context.progress !== undefined) this.#toolProgress.set(requestId, context.progress);
+    const cancelled = new Promise<never>((_, reject) => {
+      onAbort = () => {
+        if (!this.#pending.delete(requestId)) return;
+        this.#toolProgress.delete(requestId);
+        this.#out.push({ type: 'tool.cancelled', requestId });
+        reject(new TroupeError('cancelled', `${tool} was stopped: the agent was cancelled.`));
+      };
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+    });
+    return Promise.race([answer, cancelled]).then(
+      (item) => {
+        if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);
+        if (item.ok) return item.content;
+        throw new TroupeError(item.code ?? 'tool.failed', item.content);
+      },
+      (error: unknown) => {
+        if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);
+        throw error;
+      },
+    );
   }
 
   #start(start: Extract<MainToWorker, { type: 'actor.start' }>): void {
@@ -332,4 +397,13 @@ export class ActorHost {
     this.#pending.clear();
     this.#shutdown?.();
   }
+}
+
+// True when `value` survives a structured clone: no function or symbol inside (zod output is plain data).
+function crossable(value: unknown, depth = 0): boolean {
+  if (typeof value === 'function' || typeof value === 'symbol') return false;
+  if (typeof value !== 'object' || value === null || depth > 32) return true;
+  for (const item of Array.isArray(value) ? value : Object.values(value))
+    if (!crossable(item, depth + 1)) return false;
+  return true;
 }

@@ -32,6 +32,12 @@ export const HostConfigSchema = z.object({
   unsafeNoSandbox: z.boolean().optional(),
   /** The run's MCP servers by name (`RuntimeOptions.mcp`); each host starts those its actors need. */
   mcp: z.record(z.string(), McpServerConfigSchema).optional(),
+  /**
+   * Run the user tool modules' tools on the main thread's tool pool, not in
+   * this thread (`RuntimeOptions.toolIsolation` 'pool'): a call crosses to the
+   * main thread as `tool.requested` and its answer comes back.
+   */
+  isolateTools: z.boolean().optional(),
 });
 export type HostConfig = z.infer<typeof HostConfigSchema>;
 
@@ -122,6 +128,20 @@ export const MainToWorkerSchema = z.discriminatedUnion('type', [
     requestId: z.number().int(),
     answer: ChildAnswerSchema,
   }),
+  /** Progress a pooled tool call reported, in order, before its answer. */
+  z.object({
+    type: z.literal('tool.progress'),
+    requestId: z.number().int(),
+    notes: z.array(z.string()),
+  }),
+  /** The end of a pooled tool call: its result, or the error the model reads. */
+  z.object({
+    type: z.literal('tool.answered'),
+    requestId: z.number().int(),
+    ok: z.boolean(),
+    content: z.string(),
+    code: ErrorCodeSchema.optional(),
+  }),
   z.object({ type: z.literal('host.shutdown') }),
 ]);
 export type MainToWorker = z.infer<typeof MainToWorkerSchema>;
@@ -167,6 +187,16 @@ export const WorkerToMainSchema = z.discriminatedUnion('type', [
     actorId: z.string(),
     request: ChildRequestSchema,
   }),
+  /** A call of a user tool, run on the tool pool (see HostConfig.isolateTools). */
+  z.object({
+    type: z.literal('tool.requested'),
+    requestId: z.number().int(),
+    actorId: z.string(),
+    tool: z.string(),
+    input: z.unknown(),
+  }),
+  /** The actor gave up on a pooled tool call (it was cancelled). */
+  z.object({ type: z.literal('tool.cancelled'), requestId: z.number().int() }),
   z.object({ type: z.literal('host.error'), error: SerializedErrorSchema }),
 ]);
 export type WorkerToMain = z.infer<typeof WorkerToMainSchema>;
