@@ -1,6 +1,7 @@
 import type { AgentEvent } from '../events/schema.js';
 import { totalTokens } from '../model/types.js';
 import { createRedactor } from '../util/redact.js';
+import { finalAnswerBlock } from './answer.js';
 import type { EventRenderer } from './renderer.js';
 import { formatTokens, type PriceFunction, RunState } from './run-state.js';
 import { summaryLines } from './summary.js';
@@ -127,7 +128,11 @@ export class LineRenderer implements EventRenderer {
 
   finish(): void {
     if (!this.#summary || this.state.agents.size === 0) return;
-    const lines = summaryLines(this.state, createPalette(false));
+    const width = this.#output.isTTY ? Math.max((this.#output.columns || 80) - 1, 20) : undefined;
+    const lines = [
+      ...summaryLines(this.state, createPalette(false)),
+      ...finalAnswerBlock(this.state.final, width, createPalette(false)),
+    ];
     this.#output.write(`\n${lines.map((line) => this.#redact(line)).join('\n')}\n`);
   }
 }

@@ -1,6 +1,7 @@
 import type { AgentEvent } from '../events/schema.js';
 import { totalTokens } from '../model/types.js';
 import { createRedactor } from '../util/redact.js';
+import { finalAnswerBlock } from './answer.js';
 import { chatLayout } from './chat-layout.js';
 import type { EventRenderer } from './renderer.js';
 import {
@@ -127,9 +128,12 @@ export class LiveRenderer implements EventRenderer {
     this.draw();
     this.#frames.done();
     if (this.state.agents.size > 0) {
-      this.#output.write(
-        `\n${summaryLines(this.state, this.#palette).map(this.#redact).join('\n')}\n`,
-      );
+      const width = Math.max((this.#output.columns || 80) - 1, 20);
+      const lines = [
+        ...summaryLines(this.state, this.#palette),
+        ...finalAnswerBlock(this.state.final, width, this.#palette),
+      ];
+      this.#output.write(`\n${lines.map(this.#redact).join('\n')}\n`);
     }
   }
 

@@ -139,7 +139,7 @@ describe('troupe (child process, offline model)', () => {
     expect(replay.stdout.length).toBeGreaterThan(1000);
     expect(live.stdout.slice(0, replay.stdout.length)).toBe(replay.stdout);
     expect(live.stdout.slice(replay.stdout.length)).toMatch(
-      /^\ntrace {4}\S+\nreport {3}\S+\ntimeline \S+\n$/,
+      /^\ntrace {4}\S+\nreport {3}\S+\nanswer {3}\S+\ntimeline \S+\n$/,
     );
   });
 

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, renameSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { errorMessage, isTroupeError } from '../../errors.js';
@@ -15,6 +15,7 @@ import type { RuntimeOptions } from '../../runtime/runtime-options.js';
 import { DEFAULT_GRANTS } from '../../tools/permissions.js';
 import type { ApprovalRequest, PermissionTier } from '../../tools/tool.js';
 import { createRunId } from '../../util/ids.js';
+import { createRedactor } from '../../util/redact.js';
 import { captureWarnings } from '../../util/warnings.js';
 import { createTerminalApprover } from '../approve.js';
 import {
@@ -317,6 +318,7 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
     return undefined;
   });
   let status: string | undefined;
+  let final = '';
   let failure: unknown;
   try {
     const result = await runJob({
@@ -326,6 +328,7 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
       ...(settings.maxSteps === undefined ? {} : { maxSteps: settings.maxSteps }),
     });
     status = result.status;
+    final = result.final;
   } catch (error) {
     failure = error;
   } finally {
@@ -338,9 +341,15 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
   for (const message of heldWarnings) io.stderr.write(`warning: ${message}\n`);
 
   const reportPath = join(runDir, 'report.md');
+  // The answer in full, beside the report (the live view and line mode print it after the summary).
+  const answerPath = join(runDir, 'answer.md');
+  if (final.trim() !== '') {
+    writeFileSync(answerPath, `${createRedactor(io.env)(final.trimEnd())}\n`);
+  }
   const footer = [
     `trace    ${show(cwd, tracePath)}`,
     ...(existsSync(reportPath) ? [`report   ${show(cwd, reportPath)}`] : []),
+    ...(final.trim() !== '' ? [`answer   ${show(cwd, answerPath)}`] : []),
     ...(await observers.finish(tracePath, (path) => show(cwd, path))),
   ];
   progress.write(`\n${footer.join('\n')}\n`);

@@ -1,0 +1,79 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  type MockOpenAIServer,
+  openaiReply,
+  startMockOpenAIServer,
+} from '../helpers/mock-openai-server.js';
+import { ptyEnv, runInPty } from '../helpers/pty.js';
+
+/** What a scripted fan-out run does: the coordinator delegates `tasks`, then answers `answer`. */
+export interface FanOut {
+  tasks: Array<{ role: string; task: string }>;
+  answer: string;
+  /** A sub-agent's reply to its task (default "Done: <task>"). */
+  reply?: (task: string) => string;
+}
+
+function text(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content.map((part) => (part as { text?: string }).text ?? '').join('');
+  }
+  return '';
+}
+
+/**
+ * An OpenAI-compatible mock that plays a whole fan-out whatever order the
+ * parallel requests come in: the coordinator's first call delegates every
+ * task, its next call gives the answer, and each sub-agent answers its task.
+ */
+export function startFanOutServer(fanOut: FanOut): Promise<MockOpenAIServer> {
+  return startMockOpenAIServer({
+    respond: (body) => {
+      const messages = (body['messages'] as Array<{ role: string; content: unknown }>) ?? [];
+      const system = text(messages[0]?.content);
+      if (system.includes('coordinator')) {
+        return messages.some((message) => message.role === 'tool')
+          ? openaiReply({ content: fanOut.answer })
+          : openaiReply({ toolCalls: [{ name: 'delegate', arguments: { tasks: fanOut.tasks } }] });
+      }
+      const task = text(messages.find((message) => message.role === 'user')?.content);
+      return openaiReply({ content: fanOut.reply?.(task) ?? `Done: ${task}` });
+    },
+  });
+}
+
+/** `troupe run` on the fan-out server in a pseudo-terminal; the run folder goes to a fresh `out`. */
+export function runFanOut(
+  server: MockOpenAIServer,
+  options: { cols: number; rows: number; args?: string[]; env?: Record<string, string> },
+) {
+  const out = mkdtempSync(join(tmpdir(), 'troupe-pty-run-'));
+  const session = runInPty(
+    [
+      'run',
+      'Research the topics and answer.',
+      '--provider',
+      'openai',
+      '--model',
+      'gpt-test',
+      '--base-url',
+      server.baseURL,
+      '--threads',
+      '2',
+      '--out',
+      out,
+      '--workspace',
+      out,
+      ...(options.args ?? []),
+    ],
+    {
+      cols: options.cols,
+      rows: options.rows,
+      env: ptyEnv({ OPENAI_API_KEY: server.apiKey, ...options.env }),
+    },
+  );
+  return { session, out };
+}
