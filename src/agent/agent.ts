@@ -69,6 +69,11 @@ export interface AgentConfig {
   stream?: boolean | undefined;
   /** Drained before every model call: steering and channel messages arrive here. */
   inbox?: (() => readonly Message[]) | undefined;
+  /**
+   * Asked before a final answer is accepted: a message sends the model back
+   * to work (as a user message, with an `agent.nudged` event); undefined accepts it.
+   */
+  beforeFinal?: ((answer: string) => string | undefined) | undefined;
 }
 
 /** What one run produced. */
@@ -275,6 +280,12 @@ export class Agent {
 
       if (response.toolCalls.length === 0) {
         if (this.#shouldNudge(state, response.content)) continue;
+        const notice = this.#config.beforeFinal?.(response.content);
+        if (notice !== undefined) {
+          this.#emit({ type: 'agent.nudged', reason: notice });
+          state.messages.push({ role: 'user', content: notice });
+          continue;
+        }
         this.#step(state, 'final', truncateEnd(response.content, 300));
         return this.#stop(state, 'final');
       }

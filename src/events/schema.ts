@@ -24,7 +24,14 @@ export const AgentStatusSchema = z.enum(['completed', 'failed', 'cancelled', 'ti
 export type AgentStatus = z.infer<typeof AgentStatusSchema>;
 
 /** The terminal status of a whole run. */
-export const RunStatusSchema = z.enum(['completed', 'failed', 'cancelled', 'budget']);
+export const RunStatusSchema = z.enum([
+  'completed',
+  'partial',
+  'failed',
+  'cancelled',
+  'budget',
+  'timed_out',
+]);
 export type RunStatus = z.infer<typeof RunStatusSchema>;
 
 /** Why an agent loop stopped. */

@@ -1,5 +1,5 @@
 import { Agent, type AgentResult } from '../agent/agent.js';
-import { plainError, type SerializedError, TroupeError } from '../errors.js';
+import { type SerializedError, TroupeError } from '../errors.js';
 import { makeEvent } from '../events/envelope.js';
 import type { EventPayload, RunStatus } from '../events/schema.js';
 import { createModel, describeModel, type Model, type ModelSpec } from '../model/model.js';
@@ -16,6 +16,7 @@ import type { Runtime } from '../runtime/runtime.js';
 import { createBuiltinRegistry } from '../tools/catalogue.js';
 import { ToolRegistry } from '../tools/registry.js';
 import type { AnyTool } from '../tools/tool.js';
+import { decideRunStatus, type RunOutcomeFacts, runError } from './run-status.js';
 
 /** The coordinator's agent id, in every event it emits. */
 export const COORDINATOR_ID = 'coordinator';
@@ -40,11 +41,53 @@ export interface CoordinatorOptions {
 export class CoordinatorState {
   readonly refs = new Map<string, AgentRef>();
   readonly results = new Map<string, ActorResult>();
+  /** What each was asked: a failure redone by a later sub-agent that completed is not held against the run. */
+  readonly tasks = new Map<string, string>();
+  /** Sub-agents the run does not depend on: stopped by an explicit policy or by the coordinator's choice. */
+  readonly excused = new Set<string>();
+  /** Whether the coordinator was told that sub-agents it started were still running. */
+  toldRunning = false;
 
   /** Keeps a ref and its result once it comes. */
-  track(ref: AgentRef): void {
+  track(ref: AgentRef, task?: { role: string; task: string }): void {
     this.refs.set(ref.id, ref);
+    if (task !== undefined) this.tasks.set(ref.id, `${task.role}\u0000${task.task}`);
     void ref.result.then((result) => this.results.set(ref.id, result));
+  }
+
+  /** Ids of sub-agents started and not finished yet. */
+  running(): string[] {
+    return [...this.refs.keys()].filter((id) => !this.results.has(id));
+  }
+
+  /** The results the run depended on (see RunStatus): all but the excused and the redone. */
+  depended(): ActorResult[] {
+    const results = [...this.results.values()];
+    const done = new Set(
+      results
+        .filter((result) => result.status === 'completed')
+        .map((result) => this.tasks.get(result.agentId)),
+    );
+    return results.filter(
+      (result) =>
+        !this.excused.has(result.agentId) &&
+        (result.status === 'completed' || !done.has(this.tasks.get(result.agentId))),
+    );
+  }
+
+  /**
+   * Asked before the coordinator's answer is accepted: sub-agents still
+   * running get it told so, once; answering again cancels them, by its choice.
+   */
+  beforeFinal(): string | undefined {
+    const running = this.running();
+    if (running.length === 0) return undefined;
+    if (this.toldRunning) {
+      for (const id of running) this.excused.add(id);
+      return undefined;
+    }
+    this.toldRunning = true;
+    return `${running.length} sub-agent${running.length === 1 ? '' : 's'} you started ${running.length === 1 ? 'is' : 'are'} still running: ${running.join(', ')}. Collect ${running.length === 1 ? 'its result' : 'their results'} with wait_agents before you answer, or give your final answer again to cancel ${running.length === 1 ? 'it' : 'them'}.`;
   }
 }
 
@@ -93,6 +136,7 @@ function buildCoordinator(
     system: options.system ?? coordinatorPrompt(runtime, names),
     maxSteps: options.maxSteps ?? 20,
     events: runtime.events,
+    beforeFinal: () => state.beforeFinal(),
     ...(options.stream === undefined ? {} : { stream: options.stream }),
     toolContext: {
       workspace: settings.workspace,
@@ -111,14 +155,24 @@ function delegationToolsFor(
   const spawner = {
     spawnBatch: (parentId: string, tasks: readonly { role: string; task: string }[]) => {
       const refs = runtime.spawnBatch(parentId, tasks);
-      for (const ref of refs) state.track(ref);
+      refs.forEach((ref, index) => {
+        state.track(ref, tasks[index]);
+      });
       return refs;
     },
   };
   // The coordinator runs its delegation directly on the runtime; worker
   // actors get the same four tools over a round trip (runtime/host).
   const delegator: Delegator = {
-    delegate: (callerId, input, signal) => runDelegation(spawner, callerId, input, signal),
+    delegate: async (callerId, input, signal) => {
+      const results = await runDelegation(spawner, callerId, input, signal);
+      // Sub-agents a quorum or fail-fast policy stopped were stopped on purpose.
+      if (input.policy === 'quorum' || input.policy === 'fail_fast') {
+        for (const result of results)
+          if (result.status === 'cancelled') state.excused.add(result.agentId);
+      }
+      return results;
+    },
     spawn: async (callerId, role, task) => {
       const [ref] = spawner.spawnBatch(callerId, [{ role, task }]);
       if (ref === undefined) throw new TroupeError('internal', 'Nothing was started.');
@@ -219,7 +273,8 @@ export async function runJob(options: JobOptions): Promise<JobResult> {
     const agent = buildCoordinator(runtime, options, state, model);
     result = await agent.run(task, { signal: controller.signal });
     const crossing = runtime.budgetExceeded;
-    if (crossing !== undefined && !signal?.aborted) {
+    // A time limit means stop; a spent token or cost budget leaves one last turn to answer with what there is.
+    if (crossing !== undefined && crossing.metric !== 'time' && !signal?.aborted) {
       const last = buildCoordinator(runtime, { ...options, delegation: false }, state, model);
       last.resetHistory(result.messages);
       const done = [...state.results.values()];
@@ -243,28 +298,31 @@ export async function runJob(options: JobOptions): Promise<JobResult> {
   runtime.cancelChildren(COORDINATOR_ID, 'the coordinator finished');
   await Promise.all([...state.refs.values()].map((ref) => ref.result));
 
-  const status: RunStatus =
-    failure !== undefined
-      ? 'failed'
-      : signal?.aborted
-        ? 'cancelled'
-        : runtime.budgetExceeded !== undefined || result?.stopReason === 'budget'
-          ? 'budget'
-          : result?.stopReason === 'final'
-            ? 'completed'
-            : result?.stopReason === 'cancelled'
-              ? 'cancelled'
-              : 'failed';
+  const facts: RunOutcomeFacts = {
+    failure,
+    aborted: signal?.aborted === true,
+    crossing: runtime.budgetExceeded,
+    result,
+    depended: state.depended(),
+  };
+  const status = decideRunStatus(facts);
   const final = result?.final ?? '';
-  const error = jobError(status, result, failure);
+  const error = runError(status, facts);
+  // The coordinator itself completed when it answered, whatever its sub-agents came to.
   const agentStatus =
-    status === 'completed' ? 'completed' : status === 'cancelled' ? 'cancelled' : 'failed';
+    result?.stopReason === 'final' && failure === undefined
+      ? 'completed'
+      : status === 'cancelled'
+        ? 'cancelled'
+        : status === 'timed_out'
+          ? 'timed_out'
+          : 'failed';
   emit({
     type: 'agent.finished',
     status: agentStatus,
     stopReason: result?.stopReason ?? 'error',
     final,
-    ...(error === undefined ? {} : { error }),
+    ...(error === undefined || agentStatus === 'completed' ? {} : { error }),
     usage: result?.usage ?? { inputTokens: 0, outputTokens: 0 },
     steps: result?.steps.length ?? 0,
   });
@@ -291,29 +349,4 @@ function abortReason(signal: AbortSignal | undefined): string {
   const reason: unknown = signal?.reason;
   if (reason instanceof Error) return reason.message;
   return typeof reason === 'string' && reason !== '' ? reason : 'aborted';
-}
-
-function jobError(
-  status: RunStatus,
-  result: AgentResult | undefined,
-  failure: unknown,
-): JobResult['error'] {
-  if (status === 'completed') return undefined;
-  let error: SerializedError;
-  if (failure !== undefined) error = plainError(failure);
-  else if (result?.error !== undefined) error = result.error;
-  else if (status === 'budget')
-    error = plainError(new TroupeError('budget.exceeded', 'The run stopped at its budget.'));
-  else if (status === 'cancelled')
-    error = plainError(new TroupeError('cancelled', 'The run was cancelled.'));
-  else {
-    error = plainError(
-      new TroupeError(
-        'internal',
-        `The coordinator stopped (${result?.stopReason ?? 'unknown'}) without a final answer.`,
-      ),
-    );
-  }
-  // Message only: no stack, no details, in the run's last event.
-  return { name: error.name, code: error.code, message: error.message };
 }

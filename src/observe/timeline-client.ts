@@ -16,7 +16,7 @@ header, section { padding:12px 20px; }
 header h1 { font-size:18px; margin:0 0 4px; }
 .badge { display:inline-block; padding:1px 8px; border-radius:10px; color:#fff; font-size:12px; vertical-align:middle; }
 .st-completed { background:var(--ok); } .st-failed { background:var(--fail); } .st-cancelled { background:var(--cancel); }
-.st-timed_out, .st-budget { background:var(--timeout); } .st-unfinished { background:var(--open); }
+.st-timed_out, .st-budget, .st-partial { background:var(--timeout); } .st-unfinished { background:var(--open); }
 .stats span { margin-right:18px; color:var(--muted); } .stats b { color:var(--fg); }
 .task { color:var(--muted); max-width:100ch; }
 pre { white-space:pre-wrap; word-break:break-word; margin:4px 0; font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace; }

@@ -3,7 +3,7 @@ import { totalTokens } from '../model/types.js';
 import { createRedactor } from '../util/redact.js';
 import { finalAnswerBlock } from './answer.js';
 import type { EventRenderer } from './renderer.js';
-import { formatTokens, type PriceFunction, RunState } from './run-state.js';
+import { describeBudget, formatTokens, type PriceFunction, RunState } from './run-state.js';
 import { summaryLines } from './summary.js';
 import { createPalette, cutChars, oneLine, type TerminalOutput } from './terminal.js';
 
@@ -77,7 +77,7 @@ export function describeEvent(event: AgentEvent): string | undefined {
       return `received on ${event.channel} from ${event.from} (${event.messageId})`;
     case 'budget.warning':
     case 'budget.exceeded':
-      return `${event.type === 'budget.warning' ? 'budget warning' : 'budget exceeded'}: ${event.scope} ${event.metric} ${Math.round(event.used)} of ${Math.round(event.limit)}`;
+      return `${event.type === 'budget.warning' ? 'budget warning' : 'budget exceeded'}: ${event.scope} ${describeBudget(event.metric, event.used, event.limit)}`;
     case 'history.compressed':
       return `history compressed: ${event.beforeMessages} → ${event.afterMessages} messages, ${event.beforeTokens} → ${event.afterTokens} tokens`;
     case 'warning.raised':

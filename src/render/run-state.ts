@@ -1,5 +1,6 @@
 import type { AgentEvent, AgentStatus, RunStatus } from '../events/schema.js';
 import { addUsage, emptyUsage, totalTokens, type Usage } from '../model/types.js';
+import { humanDuration } from '../util/duration.js';
 
 /** What one agent looks like to the renderers, folded from its events. */
 export interface AgentView {
@@ -149,10 +150,10 @@ export class RunState {
         agent.activity = `reading ${event.channel} from ${event.from}`;
         break;
       case 'budget.warning':
-        agent.progress = `budget warning: ${event.metric} ${Math.round(event.used)} of ${Math.round(event.limit)}`;
+        agent.progress = `budget warning: ${describeBudget(event.metric, event.used, event.limit)}`;
         break;
       case 'budget.exceeded':
-        agent.progress = `budget exceeded: ${event.metric} ${Math.round(event.used)} of ${Math.round(event.limit)}`;
+        agent.progress = `budget exceeded: ${describeBudget(event.metric, event.used, event.limit)}`;
         break;
       case 'history.compressed':
         agent.progress = `history compressed: ${event.beforeMessages} → ${event.afterMessages} messages`;
@@ -265,6 +266,17 @@ export function formatDuration(milliseconds: number): string {
   const minutes = Math.floor(ms / 60_000);
   const seconds = Math.floor((ms % 60_000) / 1000);
   return `${minutes}m${String(seconds).padStart(2, '0')}s`;
+}
+
+/** "time 3.0s of 3s", "tokens 20,114 of 20,000", "cost $0.0123 of $0.01". */
+export function describeBudget(
+  metric: 'tokens' | 'cost' | 'time',
+  used: number,
+  limit: number,
+): string {
+  if (metric === 'time') return `time ${formatDuration(used)} of ${humanDuration(limit)}`;
+  if (metric === 'cost') return `cost $${used.toFixed(4)} of $${limit.toFixed(4)}`;
+  return `tokens ${Math.round(used).toLocaleString('en-US')} of ${Math.round(limit).toLocaleString('en-US')}`;
 }
 
 /** "$0.0123": a cost, or an empty string when there is none. */

@@ -1,5 +1,11 @@
 import { totalTokens } from '../model/types.js';
-import { formatCost, formatDuration, formatTokens, type RunState } from './run-state.js';
+import {
+  type AgentView,
+  formatCost,
+  formatDuration,
+  formatTokens,
+  type RunState,
+} from './run-state.js';
 import { type Palette, padToWidth } from './terminal.js';
 
 interface Row {
@@ -30,7 +36,11 @@ export function summaryLines(state: RunState, palette: Palette): string[] {
   const wall = formatDuration(end - (state.startTs ?? agents[0]?.startTs ?? end));
   const status = state.status ?? 'unfinished';
   const colour =
-    status === 'completed' ? palette.green : status === 'unfinished' ? palette.yellow : palette.red;
+    status === 'completed'
+      ? palette.green
+      : status === 'unfinished' || status === 'partial'
+        ? palette.yellow
+        : palette.red;
   const statusParts = (['completed', 'failed', 'cancelled', 'timed_out', 'running'] as const)
     .filter((key) => counts[key] > 0)
     .map((key) => `${counts[key]} ${key.replace('_', ' ')}`);
@@ -87,5 +97,23 @@ export function summaryLines(state: RunState, palette: Palette): string[] {
   return [
     palette.bold(headline),
     ...lines.map((line, index) => (index === 0 ? palette.dim(`  ${line}`) : `  ${line}`)),
+    ...failureLines(agents, palette),
   ];
+}
+
+// Each agent that failed or timed out, with its whole reason (every line of it, indented).
+function failureLines(agents: readonly AgentView[], palette: Palette): string[] {
+  const failed = agents.filter(
+    (agent) => agent.status === 'failed' || agent.status === 'timed_out',
+  );
+  if (failed.length === 0) return [];
+  const lines = [
+    palette.bold(`${failed.length} agent${failed.length === 1 ? '' : 's'} did not complete:`),
+  ];
+  for (const agent of failed) {
+    const [first = '', ...rest] = (agent.error ?? 'no reason was given').split('\n');
+    lines.push(`  ${palette.red(agent.id)} ${agent.status.replace('_', ' ')}: ${first}`);
+    for (const line of rest) lines.push(`    ${line}`);
+  }
+  return lines;
 }

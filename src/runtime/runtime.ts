@@ -8,6 +8,7 @@ import type { AnyRole } from '../roles/role.js';
 import { RoleRegistry } from '../roles/role-registry.js';
 import { ToolIndex } from '../roles/tool-index.js';
 import type { ApprovalRequest, PermissionTier } from '../tools/tool.js';
+import { humanDuration } from '../util/duration.js';
 import { createRunId } from '../util/ids.js';
 import { ActorRecord, type AgentRef, type SpawnOptions } from './actors/actor.js';
 import { createAgentRef, refusedRef } from './actors/actor-ref.js';
@@ -138,8 +139,12 @@ export class Runtime {
       ledger: this.#ledger,
       emit: (agentId, payload) => this.#emit(agentId, payload),
       exhaust: (crossing) => {
-        const reason = `the run's ${crossing.metric} budget is used up`;
-        for (const record of this.#table.live()) this.#lifecycle.cancel(record, reason, 'budget');
+        // The wall clock makes every live actor time out; a spent token or cost budget stops them.
+        const time = crossing.metric === 'time';
+        const reason = time
+          ? `timed out: the run's time limit of ${humanDuration(crossing.limit)} was reached`
+          : `the run's ${crossing.metric} budget is used up`;
+        this.#lifecycle.cancelAll(this.#table.live(), reason, time ? 'timed_out' : 'budget');
       },
       rootId: () => this.#table.firstRoot() ?? 'runtime',
     });

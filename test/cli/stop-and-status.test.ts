@@ -9,6 +9,7 @@ import {
   type MockOpenAIServer,
   type OpenAIReply,
   type OpenAIResponder,
+  openaiError,
   openaiReply,
   startMockOpenAIServer,
 } from '../helpers/mock-openai-server.js';
@@ -180,5 +181,105 @@ describe('troupe run stops when told to (child process, local HTTP model server)
     expect(mock.inFlight).toBe(0);
     for (const at of mock.hangUps) expect(at).toBeLessThanOrEqual(end?.ts ?? 0);
     expect(run.stderr()).toContain(`Interrupted: ${researchers + 1} agents cancelled`);
+  });
+});
+
+/** The task a sub-agent was given: its first user message. */
+function taskOf(body: Body): string {
+  const first = (body['messages'] as WireMessage[]).find((message) => message.role === 'user');
+  return String(first?.content ?? '');
+}
+
+// A reason long enough that a cut shows (the provider adapter keeps up to 500 characters of it).
+function longReason(part: number): string {
+  return `part ${part} is refused by the provider's content policy for this deployment; ${'the request was well formed but this account may not use the model. '.repeat(4)}end of reason ${part}.`;
+}
+
+/** Each failed agent's whole reason, as its agent.finished carries it, is in the summary. */
+function expectReasonsInFull(stdout: string, events: readonly AgentEvent[], ids: string[]): void {
+  const summary = stdout.slice(stdout.lastIndexOf('did not complete:'));
+  for (const id of ids) {
+    const reason = finished(events).get(id)?.error?.message ?? '';
+    expect(reason).toContain(`end of reason ${id.split('-')[1]}.`);
+    expect(summary).toContain(`${id} failed: ${reason}`);
+  }
+}
+
+describe('troupe run reports what happened (child process, local HTTP model server)', () => {
+  const three = Array.from({ length: 3 }, (_, index) => ({
+    role: 'researcher',
+    task: `Read part ${index + 1} of the notes.`,
+  }));
+
+  it('exits 1 when every sub-agent fails, printing each reason in full', async () => {
+    const run = await startRun((body) => {
+      if (caller(body) === 'coordinator') {
+        return turns(body) === 0
+          ? delegateCall(three)
+          : openaiReply({ content: 'Nothing could be read: every researcher failed.' });
+      }
+      const part = Number(/part (\d+)/.exec(taskOf(body))?.[1]);
+      return openaiError(400, longReason(part));
+    });
+    const code = await run.exit;
+    expect(code, run.stderr()).toBe(1);
+    const events = traceOf(run.out);
+    expect(events.at(-1)).toMatchObject({ type: 'run.finished', status: 'failed' });
+    const ends = finished(events);
+    for (const part of [1, 2, 3]) expect(ends.get(`researcher-${part}`)?.status).toBe('failed');
+    expect(run.stdout()).toContain('3 agents did not complete:');
+    expectReasonsInFull(run.stdout(), events, ['researcher-1', 'researcher-2', 'researcher-3']);
+    expect(run.stdout()).toMatch(/Run \S+ failed in/);
+  });
+
+  it('exits 3 (partial) when some sub-agents fail, with the failed one and its reason in the summary', async () => {
+    const run = await startRun((body) => {
+      if (caller(body) === 'coordinator') {
+        return turns(body) === 0
+          ? delegateCall(three)
+          : openaiReply({ content: 'Parts 1 and 2 are summarised; part 3 could not be read.' });
+      }
+      const part = Number(/part (\d+)/.exec(taskOf(body))?.[1]);
+      return part === 3
+        ? openaiError(400, longReason(part))
+        : openaiReply({ content: `Part ${part} says little.` });
+    });
+    const code = await run.exit;
+    expect(code, run.stderr()).toBe(3);
+    const events = traceOf(run.out);
+    expect(events.at(-1)).toMatchObject({
+      type: 'run.finished',
+      status: 'partial',
+      final: 'Parts 1 and 2 are summarised; part 3 could not be read.',
+    });
+    expect(finished(events).get('coordinator')?.status).toBe('completed');
+    expect(run.stdout()).toMatch(/Run \S+ partial in/);
+    expect(run.stdout()).toContain('1 agent did not complete:');
+    expectReasonsInFull(run.stdout(), events, ['researcher-3']);
+  });
+
+  it('tells a coordinator that answers while its sub-agents still run, once; answering again cancels them by choice', async () => {
+    const run = await startRun((body) => {
+      if (caller(body) === 'coordinator') {
+        if (turns(body) === 0)
+          return openaiReply({
+            toolCalls: [
+              { name: 'spawn_agent', arguments: { role: 'researcher', task: 'Read part 1.' } },
+            ],
+          });
+        return openaiReply({ content: 'Done without waiting.' });
+      }
+      return openaiReply({ content: 'Part 1 says little.', delayMs: 120_000 });
+    });
+    const code = await run.exit;
+    expect(code, run.stderr()).toBe(0);
+    const events = traceOf(run.out);
+    const nudges = events.filter(
+      (event) => event.type === 'agent.nudged' && event.agentId === 'coordinator',
+    );
+    expect(nudges).toHaveLength(1);
+    expect(nudges[0]).toMatchObject({ reason: expect.stringContaining('researcher-1') });
+    expect(finished(events).get('researcher-1')?.status).toBe('cancelled');
+    expect(events.at(-1)).toMatchObject({ type: 'run.finished', status: 'completed' });
   });
 });

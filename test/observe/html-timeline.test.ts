@@ -129,7 +129,8 @@ describe('the HTML timeline', () => {
     const data = timelineData(renderTimelineHtml(events));
 
     expect(data.runId).toBe(job.runId);
-    expect(data.status).toBe('completed');
+    // One reader broke: an answer, but not every sub-agent completed.
+    expect(data.status).toBe('partial');
     expect(data.final).toBe('two read, one broke');
     expect(data.agents.map((agent) => agent.id)).toEqual([
       'coordinator',

@@ -48,7 +48,8 @@ describe('OpenTelemetry export', () => {
       onWarning: (message) => warnings.push(message),
     });
 
-    expect(job.status).toBe('completed');
+    // One reader broke: an answer, but not every sub-agent completed.
+    expect(job.status).toBe('partial');
     expect(warnings).toEqual([]);
     const spans = receiver.spans;
     expect(report?.exportedSpans).toBe(spans.length);
@@ -210,7 +211,8 @@ describe('OpenTelemetry export', () => {
       onWarning: (message) => warnings.push(message),
     });
 
-    expect(job.status).toBe('completed');
+    // One reader broke: an answer, but not every sub-agent completed.
+    expect(job.status).toBe('partial');
     expect(report?.exportedSpans).toBe(0);
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain(url);

@@ -236,7 +236,8 @@ export function jobRuntimeOptions(
 /**
  * Runs the research job with the coordinator on a fresh Runtime: writes
  * `<out>/<runId>/trace.jsonl`, results and the report, renders every event,
- * and returns the exit code (0 completed, 1 failed, 130 interrupted).
+ * and returns the exit code (0 completed, 3 partial, 130 interrupted, 1 otherwise:
+ * failed, budget, timed out).
  */
 export async function executeJob(io: CliIo, settings: JobSettings): Promise<number> {
   const cwd = io.cwd ?? process.cwd();
@@ -363,5 +364,5 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
     io.stderr.write(`error: ${errorMessage(failure)}\n`);
     return isTroupeError(failure) && failure.code.startsWith('usage.') ? EXIT.usage : EXIT.failed;
   }
-  return status === 'completed' ? EXIT.ok : EXIT.failed;
+  return status === 'completed' ? EXIT.ok : status === 'partial' ? EXIT.partial : EXIT.failed;
 }

@@ -208,6 +208,13 @@ export class ActorLifecycle {
       this.cancel(child, `its parent ${record.id} finished`, 'cancelled');
   }
 
+  /** Stops every actor in `records` for one tree-wide reason: each ends with that kind, not as a child of a stopped parent. */
+  cancelAll(records: readonly ActorRecord[], reason: string, kind: StopKind): void {
+    for (const record of records)
+      if (record.state !== 'finished') record.stop ??= stopOrder(record.id, reason, kind);
+    for (const record of records) this.cancel(record, reason, kind);
+  }
+
   /**
    * Stops an actor and its descendants. Queued or waiting actors end at
    * once; a running one is told to stop (its Agent ends at its next await)
