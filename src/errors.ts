@@ -37,6 +37,7 @@ export const ERROR_CODES = [
   'runtime.worker_exit',
   'runtime.closed',
   'runtime.spawn_refused',
+  'runtime.unplaced',
   'run.partial',
   'cancelled',
   'timeout',

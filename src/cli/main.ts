@@ -4,6 +4,7 @@ import { createTerminalOutput } from '../render/terminal.js';
 import { registerChatCommand } from './commands/chat.js';
 import { registerDemoCommand } from './commands/demo.js';
 import { registerMcpCommand } from './commands/mcp.js';
+import { registerNodesCommand } from './commands/nodes.js';
 import { registerRunCommand } from './commands/run.js';
 import { registerTraceCommand } from './commands/trace.js';
 import { registerWorkerCommand } from './commands/worker.js';
@@ -38,6 +39,7 @@ export function createProgram(io: CliIo): Command {
   registerTraceCommand(program, io);
   registerDemoCommand(program, io);
   registerWorkerCommand(program, io);
+  registerNodesCommand(program, io);
   registerMcpCommand(program, io);
   return program;
 }

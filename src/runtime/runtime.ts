@@ -111,7 +111,8 @@ export class Runtime {
       supervisor: new Supervisor(),
       emit: (agentId, payload) => this.#emit(agentId, payload),
       graceMs: this.#graceMs,
-      mayRetry: () => !this.#closed && this.#guard.exceeded === undefined,
+      mayRetry: () =>
+        !this.#closed && this.#guard.exceeded === undefined && this.#fatal === undefined,
     });
     this.#children = new WorkerChildren({
       spawnBatch: (parentId, tasks) => this.spawnBatch(parentId, tasks),

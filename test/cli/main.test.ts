@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createProgram, runCli } from '../../src/cli/main.js';
 import { AgentEventSchema } from '../../src/events/schema.js';
+import { freePort } from '../helpers/nats-server.js';
 import { sampleRun } from './events.js';
 import { argv, fakeIo } from './io.js';
 
@@ -23,9 +24,9 @@ function traceFixture(): { dir: string; path: string } {
 }
 
 describe('createProgram', () => {
-  it('lists the five commands in its help', () => {
+  it('lists the commands in its help', () => {
     const names = createProgram(fakeIo()).commands.map((command) => command.name());
-    expect(names).toEqual(['run', 'chat', 'trace', 'demo', 'worker', 'mcp']);
+    expect(names).toEqual(['run', 'chat', 'trace', 'demo', 'worker', 'nodes', 'mcp']);
   });
 });
 
@@ -78,10 +79,18 @@ describe('runCli', () => {
     expect(io.stderr.text).toContain('did you mean "read"');
   });
 
-  it('exits 2 with a clear message for worker', async () => {
+  it('exits 2 and says what to pass when worker has no --nats', async () => {
     const io = fakeIo();
-    expect(await runCli(argv('worker', '--nats', 'nats://localhost:4222'), io)).toBe(2);
-    expect(io.stderr.text).toContain('NATS transport is not available in this build');
+    expect(await runCli(argv('worker'), io)).toBe(2);
+    expect(io.stderr.text).toContain('troupe worker needs --nats <url>');
+  });
+
+  it('exits 2 and says to start a server when no NATS server answers', async () => {
+    const port = await freePort();
+    const io = fakeIo();
+    expect(await runCli(argv('nodes', '--nats', `nats://127.0.0.1:${port}`), io)).toBe(2);
+    expect(io.stderr.text).toContain(`Cannot connect to NATS at nats://127.0.0.1:${port}`);
+    expect(io.stderr.text).toContain('nats-server -js');
   });
 
   it('exits 2 and names the paths it tried when a trace is missing', async () => {

@@ -10,6 +10,7 @@ import { describeModel, type ModelSpec } from '../../model/model.js';
 import { LiveRenderer } from '../../render/live.js';
 import type { AnyRole } from '../../roles/role.js';
 import type { ModelPrice } from '../../runtime/budget/usage-ledger.js';
+import { createNatsTransport, type NatsRunOptions } from '../../runtime/nats-setup.js';
 import { Runtime } from '../../runtime/runtime.js';
 import type { RuntimeOptions } from '../../runtime/runtime-options.js';
 import { DEFAULT_GRANTS } from '../../tools/permissions.js';
@@ -67,6 +68,8 @@ export interface JobSettings {
   mcp?: McpServers | undefined;
   /** Export OpenTelemetry spans while running (`--otel`). */
   otel?: boolean | undefined;
+  /** Place sub-agents on NATS worker nodes at this URL (`--nats`) instead of local threads. */
+  nats?: string | undefined;
 }
 
 interface RunFlags extends ProviderFlags {
@@ -86,6 +89,7 @@ interface RunFlags extends ProviderFlags {
   prices?: string | undefined;
   mcp?: string | undefined;
   otel?: boolean | undefined;
+  nats?: string | undefined;
 }
 
 /** `troupe run "<task>"`: a coordinator splits the task among sub-agents; watch it live. */
@@ -132,6 +136,10 @@ export function registerRunCommand(program: Command, io: CliIo): void {
     )
     .option('--otel', OTEL_FLAG_HELP)
     .option(
+      '--nats <url>',
+      'place the sub-agents on worker nodes (troupe worker --nats <url>) through NATS JetStream',
+    )
+    .option(
       '--unsafe-no-sandbox',
       "run the sub-agents' shell and python WITHOUT the OS sandbox (bubblewrap); only where none can start",
     )
@@ -162,6 +170,7 @@ export function registerRunCommand(program: Command, io: CliIo): void {
         prices: flags.prices === undefined ? undefined : loadPriceTable(cwd, flags.prices),
         mcp: flags.mcp === undefined ? undefined : loadMcpConfig(resolve(cwd, flags.mcp)),
         otel: flags.otel === true,
+        nats: flags.nats,
       };
       exitWith(await executeJob(io, settings));
     });
@@ -297,19 +306,32 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
   if (io.signal?.aborted === true) onInterrupt();
   io.signal?.addEventListener('abort', onInterrupt, { once: true });
   const live = renderer instanceof LiveRenderer ? renderer : undefined;
-  const runtime = new Runtime(
-    jobRuntimeOptions(settings, {
-      runId,
-      runDir,
-      bus,
-      approve: settings.approve
-        ? createTerminalApprover(io, {
-            pause: () => live?.pause(),
-            resume: () => live?.resume(),
-          })
-        : undefined,
-    }),
-  );
+  const options = jobRuntimeOptions(settings, {
+    runId,
+    runDir,
+    bus,
+    approve: settings.approve
+      ? createTerminalApprover(io, {
+          pause: () => live?.pause(),
+          resume: () => live?.resume(),
+        })
+      : undefined,
+  });
+  if (settings.nats !== undefined) {
+    try {
+      options.transport = await createNatsTransport(runId, options, {
+        url: settings.nats,
+        env: io.env,
+        resume: settings.resume !== undefined,
+        ...natsTimings(io.env),
+      });
+    } catch (error) {
+      renderer.finish();
+      trace.close();
+      throw error;
+    }
+  }
+  const runtime = new Runtime(options);
 
   // Nothing but the renderer writes to the terminal during the run: a warning
   // raised in an agent's work is its event; any other is held and printed after.
@@ -365,4 +387,27 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
     return isTroupeError(failure) && failure.code.startsWith('usage.') ? EXIT.usage : EXIT.failed;
   }
   return status === 'completed' ? EXIT.ok : status === 'partial' ? EXIT.partial : EXIT.failed;
+}
+
+// Timings of a run on worker nodes, from the environment (tests and operators shorten them).
+function natsTimings(
+  env: NodeJS.ProcessEnv,
+): Pick<NatsRunOptions, 'deadAfterMs' | 'placeTimeoutMs' | 'reconnectForMs'> {
+  const read = (name: string): number | undefined => {
+    const text = env[name];
+    if (text === undefined || text === '') return undefined;
+    const value = Number(text);
+    if (!Number.isInteger(value) || value <= 0) {
+      throw usageError(`${name} must be a positive whole number of milliseconds, got "${text}".`);
+    }
+    return value;
+  };
+  const timings: Pick<NatsRunOptions, 'deadAfterMs' | 'placeTimeoutMs' | 'reconnectForMs'> = {};
+  const deadAfterMs = read('TROUPE_NATS_DEAD_AFTER_MS');
+  const placeTimeoutMs = read('TROUPE_NATS_PLACE_TIMEOUT_MS');
+  const reconnectForMs = read('TROUPE_NATS_RECONNECT_FOR_MS');
+  if (deadAfterMs !== undefined) timings.deadAfterMs = deadAfterMs;
+  if (placeTimeoutMs !== undefined) timings.placeTimeoutMs = placeTimeoutMs;
+  if (reconnectForMs !== undefined) timings.reconnectForMs = reconnectForMs;
+  return timings;
 }

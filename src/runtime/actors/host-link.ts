@@ -105,6 +105,8 @@ export class HostLink {
           break;
         case 'host.error':
         case 'host.ready':
+        // Journal records are the transport's (a NATS node stores them); the runtime never asks for them.
+        case 'journal.record':
           break;
       }
     }

@@ -143,6 +143,11 @@ export class ActorLifecycle {
       record.backoff = setTimeout(() => {
         record.backoff = undefined;
         if (record.state !== 'backoff') return;
+        // The transport may have failed for good while the retry waited: no place will come.
+        if (!this.#deps.mayRetry()) {
+          this.finish(record, 'failed', ending, error);
+          return;
+        }
         record.state = 'queued';
         this.#deps.scheduler.enqueue(record);
       }, decision.delayMs);

@@ -109,7 +109,7 @@ export class Scheduler {
 
   /** Stops the host an actor runs on (the last resort for a hung actor). */
   terminate(record: ActorRecord, reason: string): void {
-    if (record.hostId !== undefined) this.#transport.terminate(record.hostId, reason);
+    if (record.hostId !== undefined) this.#transport.terminate(record.hostId, reason, record.id);
   }
 
   /** Shuts the hosts down (when they were ever started). */
@@ -144,6 +144,7 @@ export class Scheduler {
       model: this.#defineModel(hostId, record.model),
       task: record.task,
       attempt: record.attempt,
+      ...(record.key === undefined ? {} : { key: record.key }),
     });
     // Behind the start, on the same port: every message the actor was sent so
     // far (a restarted attempt reads them again), then its closed channels.

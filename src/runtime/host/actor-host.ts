@@ -5,7 +5,7 @@ import type { McpRoleAccess } from '../../mcp/config.js';
 import { McpHub } from '../../mcp/hub.js';
 import { createModel, type Model, type ModelSpec } from '../../model/model.js';
 import { ScriptedModel } from '../../model/providers/scripted.js';
-import { emptyUsage } from '../../model/types.js';
+import { emptyUsage, type ModelResponse } from '../../model/types.js';
 import type { DelegateInput } from '../../roles/delegation-tools.js';
 import type { ActorResult } from '../../roles/result.js';
 import { ToolRegistry } from '../../tools/registry.js';
@@ -22,6 +22,7 @@ import {
   type WorkerWireItem,
 } from '../wire/protocol.js';
 import { HostedActor, type HostRequests, roleTools } from './hosted-actor.js';
+import { ReplayModel } from './replay-model.js';
 
 /** The port a host talks over: a worker_threads MessagePort, or either end of a MessageChannel in tests. */
 export interface HostPort {
@@ -266,7 +267,7 @@ export class ActorHost {
       actor = new HostedActor({
         start,
         ...this.#roleOf(start.role),
-        model: this.#modelOf(start.model),
+        model: this.#journaled(start, this.#modelOf(start.model)),
         config: this.#config,
         emit: this.#emit,
         consumed: (count) => this.#out.push({ type: 'mailbox.consumed', actorId: id, count }),
@@ -327,6 +328,18 @@ export class ActorHost {
     if (entry.spec.provider === 'scripted') return new ScriptedModel(entry.spec.script);
     entry.shared ??= createModel(entry.spec, this.#env);
     return entry.shared;
+  }
+
+  // A journaled actor (on a NATS worker node) replays its recorded responses, then records live ones.
+  #journaled(start: Extract<MainToWorker, { type: 'actor.start' }>, model: Model): Model {
+    const journal = start.journal;
+    if (journal === undefined) return model;
+    const actorId = start.actorId;
+    const record = journal.record
+      ? (step: number, response: ModelResponse) =>
+          this.#out.push({ type: 'journal.record', actorId, step, response })
+      : undefined;
+    return new ReplayModel(model, journal.replay, record);
   }
 
   // Validated here, in the worker: the main thread only stamps the seq.

@@ -3,7 +3,7 @@ import { ErrorCodeSchema, SerializedErrorSchema, TroupeError } from '../../error
 import { AgentStopReasonSchema, type UnsequencedEvent } from '../../events/schema.js';
 import { McpServerConfigSchema } from '../../mcp/config.js';
 import { ModelSpecSchema } from '../../model/model.js';
-import { UsageSchema } from '../../model/types.js';
+import { ModelResponseSchema, UsageSchema } from '../../model/types.js';
 import { ActorResultSchema } from '../../roles/result.js';
 import { RoleSpecSchema } from '../../roles/role-spec.js';
 import { PermissionTierSchema } from '../../tools/tool.js';
@@ -78,23 +78,34 @@ export const ChildAnswerSchema = z.object({
 });
 export type ChildAnswer = z.infer<typeof ChildAnswerSchema>;
 
+/** Starts one attempt of an actor on a host. */
+export const ActorStartSchema = z.object({
+  type: z.literal('actor.start'),
+  actorId: z.string(),
+  parentId: z.string().optional(),
+  /** Key of a role defined on this host. */
+  role: z.string(),
+  /** Key of a model defined on this host. */
+  model: z.string(),
+  task: z.string(),
+  /** The attempt number, from 1; retries restart the actor from its task. */
+  attempt: z.number().int().positive(),
+  /** The actor's stable key (its result key), when the run stores results; names its journal. */
+  key: z.string().optional(),
+  /**
+   * Journaling (NATS worker nodes): `replay` holds the actor's recorded model
+   * responses, returned in order instead of calling the model; with `record`,
+   * each live response is sent back as `journal.record`.
+   */
+  journal: z.object({ replay: z.array(ModelResponseSchema), record: z.boolean() }).optional(),
+});
+
 export const MainToWorkerSchema = z.discriminatedUnion('type', [
   /** A role, sent once per host; actors name it by key (histories and specs stay put, only deltas cross). */
   z.object({ type: z.literal('role.define'), key: z.string(), role: RoleSpecSchema }),
   /** A model spec, sent once per host. */
   z.object({ type: z.literal('model.define'), key: z.string(), model: ModelSpecSchema }),
-  z.object({
-    type: z.literal('actor.start'),
-    actorId: z.string(),
-    parentId: z.string().optional(),
-    /** Key of a role defined on this host. */
-    role: z.string(),
-    /** Key of a model defined on this host. */
-    model: z.string(),
-    task: z.string(),
-    /** The attempt number, from 1; retries restart the actor from its task. */
-    attempt: z.number().int().positive(),
-  }),
+  ActorStartSchema,
   z.object({ type: z.literal('actor.cancel'), actorId: z.string(), reason: z.string() }),
   z.object({
     type: z.literal('mailbox.deliver'),
@@ -198,6 +209,13 @@ export const WorkerToMainSchema = z.discriminatedUnion('type', [
   /** The actor gave up on a pooled tool call (it was cancelled). */
   z.object({ type: z.literal('tool.cancelled'), requestId: z.number().int() }),
   z.object({ type: z.literal('host.error'), error: SerializedErrorSchema }),
+  /** A live model response of a journaled actor: call number `step` (from 1) of the actor. */
+  z.object({
+    type: z.literal('journal.record'),
+    actorId: z.string(),
+    step: z.number().int().positive(),
+    response: ModelResponseSchema,
+  }),
 ]);
 export type WorkerToMain = z.infer<typeof WorkerToMainSchema>;
 

@@ -32,8 +32,12 @@ export interface Transport {
   hosts(): readonly number[];
   /** Sends one item to a host; items to one host arrive in order. Ignored for a host that is gone. */
   send(hostId: number, item: MainToWorkerInput): void;
-  /** Last resort: stops a host at once (a hung actor). Its other actors are lost; hostDown follows. */
-  terminate(hostId: number, reason: string): void;
+  /**
+   * Last resort: stops a host at once because `actorId` hung. Its other actors
+   * are lost; hostDown follows (a remote transport may stop only the thread
+   * that actor runs on, and report its actors' ends as results instead).
+   */
+  terminate(hostId: number, reason: string, actorId?: string): void;
   /** Asks every host to shut down, waits up to `graceMs`, then stops what is left. */
   close(graceMs: number): Promise<void>;
 }

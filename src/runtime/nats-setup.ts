@@ -1,0 +1,115 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { errorMessage, TroupeError } from '../errors.js';
+import { hostConfigOf } from './pool-transport.js';
+import type { RuntimeOptions } from './runtime-options.js';
+import type { NatsConnectOptions } from './wire/nats/nats-link.js';
+import type { NatsTransport, NatsTransportOptions } from './wire/nats/nats-transport.js';
+import type { NodeInfo, RemoteHostConfig } from './wire/nats/node-wire.js';
+import type { WorkerNode, WorkerNodeOptions } from './wire/nats/worker-node.js';
+
+/** Where the NATS server is and how long to wait for things, for a run on worker nodes. */
+export interface NatsRunOptions extends Omit<NatsTransportOptions, 'link' | 'runId' | 'config'> {
+  /** `nats://host:port` (or `tls://…`); credentials come from `TROUPE_NATS_*` in the environment. */
+  url: string;
+  /** Where `TROUPE_NATS_*` credentials are read (default process.env). */
+  env?: NodeJS.ProcessEnv | undefined;
+}
+
+/**
+ * A transport that places a run's actors on NATS worker nodes
+ * (`troupe worker --nats <url>`), for `RuntimeOptions.transport`. The
+ * nodes load the run's tool modules from the same paths and refuse to run
+ * them if their content differs (sha256). The environment never crosses:
+ * nodes use their own, keys included.
+ *
+ * @example
+ * const transport = await createNatsTransport(runId, options, { url: 'nats://127.0.0.1:4222' });
+ * const runtime = new Runtime({ ...options, runId, transport });
+ */
+export async function createNatsTransport(
+  runId: string,
+  options: RuntimeOptions,
+  nats: NatsRunOptions,
+): Promise<NatsTransport> {
+  const { env: _env, toolModules, ...rest } = hostConfigOf(runId, options);
+  const config: RemoteHostConfig = {
+    ...rest,
+    toolModules: toolModules.map((path) => ({ path, sha256: sha256Of(path) })),
+  };
+  const [{ connectNats, ensureStreams }, { NatsTransport }] = await Promise.all([
+    import('./wire/nats/nats-link.js'),
+    import('./wire/nats/nats-transport.js'),
+  ]);
+  const link = await connectNats({ url: nats.url, name: `troupe run ${runId}`, env: nats.env });
+  try {
+    await ensureStreams(link, nats.deadAfterMs ?? 15_000);
+  } catch (error) {
+    await link.nc.close();
+    throw error;
+  }
+  const { url: _url, env: _natsEnv, ...transportOptions } = nats;
+  return new NatsTransport({ ...transportOptions, link, runId, config });
+}
+
+/** Connects and starts a worker node; `stop(graceMs)` drains it. */
+export async function startWorkerNode(
+  connect: Omit<NatsConnectOptions, 'name'>,
+  options: Omit<WorkerNodeOptions, 'link'>,
+): Promise<WorkerNode> {
+  const [{ connectNats }, { WorkerNode }] = await Promise.all([
+    import('./wire/nats/nats-link.js'),
+    import('./wire/nats/worker-node.js'),
+  ]);
+  const link = await connectNats({ ...connect, name: `troupe worker ${options.name}` });
+  const node = new WorkerNode({ ...options, link });
+  try {
+    await node.start();
+  } catch (error) {
+    await link.nc.close();
+    throw error;
+  }
+  return node;
+}
+
+/** The live worker nodes on a NATS server: each answers within `waitMs` (default 1,000 ms). */
+export async function listNodes(
+  connect: Omit<NatsConnectOptions, 'name'>,
+  waitMs = 1000,
+): Promise<NodeInfo[]> {
+  const [{ connectNats, subjects }, { NodeInfoSchema, decode }] = await Promise.all([
+    import('./wire/nats/nats-link.js'),
+    import('./wire/nats/node-wire.js'),
+  ]);
+  const link = await connectNats({ ...connect, name: 'troupe nodes' });
+  const nodes: NodeInfo[] = [];
+  try {
+    const replies = await link.nc.requestMany(subjects.nodesPing, undefined, {
+      maxWait: waitMs,
+      strategy: 'timer',
+    });
+    for await (const reply of replies) {
+      try {
+        nodes.push(decode(reply.data, NodeInfoSchema, 'A node report'));
+      } catch {
+        // A reply that is not a node report is not a node.
+      }
+    }
+  } catch (error) {
+    if (!/no responders/i.test(errorMessage(error))) throw error;
+  } finally {
+    await link.nc.close();
+  }
+  return nodes.sort((a, b) => a.node.localeCompare(b.node));
+}
+
+function sha256Of(path: string): string {
+  try {
+    return createHash('sha256').update(readFileSync(path)).digest('hex');
+  } catch (error) {
+    throw new TroupeError(
+      'usage.invalid_option',
+      `Cannot read the tool module ${path}: ${errorMessage(error)}`,
+    );
+  }
+}

@@ -1,0 +1,204 @@
+import { readFileSync } from 'node:fs';
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { errorMessage, TroupeError } from '../../../errors.js';
+
+/**
+ * Names on the NATS server. Everything of a run is under its run id; the
+ * streams are shared by every run and keep what they hold for a bounded
+ * time (`RETENTION_MS`), so nothing a crashed run left behind stays forever.
+ */
+export const STREAMS = {
+  /** Spawn requests, one message per actor attempt; each is taken by exactly one node. */
+  work: 'TROUPE_WORK',
+  /** Actors' journals: the last message per subject holds an actor's model responses. */
+  journal: 'TROUPE_JOURNAL',
+} as const;
+
+/** The durable pull consumer every worker node takes work from. */
+export const WORK_CONSUMER = 'troupe-workers';
+
+/** How long the streams keep a message at most (7 days), in milliseconds. */
+export const RETENTION_MS = 7 * 24 * 3600 * 1000;
+
+/** Subjects; run ids and keys are `[A-Za-z0-9_-]`, so they are safe as subject tokens. */
+export const subjects = {
+  work: (runId: string): string => `troupe.work.${token(runId)}`,
+  up: (runId: string): string => `troupe.run.${token(runId)}.up`,
+  down: (runId: string, node: string): string => `troupe.run.${token(runId)}.node.${token(node)}`,
+  downAll: (node: string): string => `troupe.run.*.node.${token(node)}`,
+  beat: (runId: string): string => `troupe.run.${token(runId)}.beat`,
+  beatAll: 'troupe.run.*.beat',
+  journal: (runId: string, key: string): string => `troupe.journal.${token(runId)}.${token(key)}`,
+  nodesPing: 'troupe.nodes.ping',
+  nodesBeat: 'troupe.nodes.beat',
+};
+
+/** A name reduced to what a subject token may hold. */
+export function token(name: string): string {
+  const safe = name.replace(/[^A-Za-z0-9_-]/g, '_');
+  return safe === '' ? '_' : safe;
+}
+
+/** How to reach the NATS server. Credentials come from the environment, never from a spec or an event. */
+export interface NatsConnectOptions {
+  /** `nats://host:port` or `tls://host:port` (TLS required); several may be comma-separated. */
+  url: string;
+  /** The connection's name on the server (shown by its monitoring). */
+  name: string;
+  /**
+   * Where credentials are read: `TROUPE_NATS_CREDS` (a .creds file),
+   * `TROUPE_NATS_NKEY` (an NKey seed file), `TROUPE_NATS_TOKEN`, or
+   * `TROUPE_NATS_USER` with `TROUPE_NATS_PASSWORD` (default process.env).
+   */
+  env?: NodeJS.ProcessEnv | undefined;
+  /** Give up after the server has been unreachable this long, in milliseconds (default: keep trying). */
+  reconnectForMs?: number | undefined;
+}
+
+/** An open connection with its JetStream handles. */
+export interface NatsLink {
+  nc: NatsConnection;
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  /** The URL without credentials, for messages. */
+  where: string;
+}
+
+/**
+ * Connects (the NATS packages are loaded here, on first use, so a local
+ * run never pays for them). Fails with `usage.invalid_option` saying what
+ * to check when the server cannot be reached.
+ */
+export async function connectNats(options: NatsConnectOptions): Promise<NatsLink> {
+  const [{ connect, credsAuthenticator, nkeyAuthenticator }, { jetstream, jetstreamManager }] =
+    await Promise.all([import('@nats-io/transport-node'), import('@nats-io/jetstream')]);
+  const env = options.env ?? process.env;
+  const servers = options.url.split(',').map((url) => url.trim());
+  const where = servers.map(withoutCredentials).join(',');
+  const auth: Record<string, unknown> = {};
+  const creds = env['TROUPE_NATS_CREDS'];
+  const seed = env['TROUPE_NATS_NKEY'];
+  try {
+    if (creds !== undefined && creds !== '') {
+      auth['authenticator'] = credsAuthenticator(readFileSync(creds));
+    } else if (seed !== undefined && seed !== '') {
+      auth['authenticator'] = nkeyAuthenticator(
+        new TextEncoder().encode(readFileSync(seed, 'utf8').trim()),
+      );
+    }
+  } catch (error) {
+    throw new TroupeError(
+      'usage.invalid_option',
+      `Cannot read the NATS credentials (${creds !== undefined && creds !== '' ? 'TROUPE_NATS_CREDS' : 'TROUPE_NATS_NKEY'}): ${errorMessage(error)}`,
+    );
+  }
+  if (env['TROUPE_NATS_TOKEN'] !== undefined) auth['token'] = env['TROUPE_NATS_TOKEN'];
+  if (env['TROUPE_NATS_USER'] !== undefined) {
+    auth['user'] = env['TROUPE_NATS_USER'];
+    auth['pass'] = env['TROUPE_NATS_PASSWORD'] ?? '';
+  }
+  let nc: NatsConnection;
+  try {
+    nc = await connect({
+      servers,
+      name: options.name,
+      ...auth,
+      ...(servers.some((url) => url.startsWith('tls://')) ? { tls: {} } : {}),
+      // Keep trying through a server restart; the owner decides when it has waited too long.
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+      pingInterval: 5000,
+      timeout: 5000,
+    });
+  } catch (error) {
+    throw new TroupeError(
+      'usage.invalid_option',
+      `Cannot connect to NATS at ${where}: ${errorMessage(error)}. Start a server with JetStream (nats-server -js) or check --nats and the TROUPE_NATS_* credentials.`,
+      { cause: error },
+    );
+  }
+  const jsm = await jetstreamManager(nc, { timeout: 10_000 }).catch(async (error: unknown) => {
+    await nc.close();
+    throw new TroupeError(
+      'usage.invalid_option',
+      `NATS at ${where} has no JetStream: ${errorMessage(error)}. Start the server with -js.`,
+      { cause: error },
+    );
+  });
+  return { nc, js: jetstream(nc, { timeout: 10_000 }), jsm, where };
+}
+
+/**
+ * Creates the streams and the work consumer when missing (idempotent, and
+ * safe when several nodes start at once). `deadAfterMs` is the consumer's
+ * ack wait: a node that stops heartbeating an actor's spawn for that long
+ * has it handed to another node.
+ */
+export async function ensureStreams(link: NatsLink, deadAfterMs: number): Promise<void> {
+  const { AckPolicy, DeliverPolicy, RetentionPolicy, StorageType } = await import(
+    '@nats-io/jetstream'
+  );
+  const { nanos } = await import('@nats-io/transport-node');
+  const maxAge = nanos(RETENTION_MS);
+  await ensure(
+    () =>
+      link.jsm.streams.add({
+        name: STREAMS.work,
+        subjects: ['troupe.work.>'],
+        retention: RetentionPolicy.Workqueue,
+        storage: StorageType.File,
+        max_age: maxAge,
+      }),
+    () => link.jsm.streams.info(STREAMS.work),
+  );
+  await ensure(
+    () =>
+      link.jsm.streams.add({
+        name: STREAMS.journal,
+        subjects: ['troupe.journal.>'],
+        storage: StorageType.File,
+        max_msgs_per_subject: 1,
+        max_age: maxAge,
+      }),
+    () => link.jsm.streams.info(STREAMS.journal),
+  );
+  const consumer = {
+    durable_name: WORK_CONSUMER,
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    ack_wait: nanos(deadAfterMs),
+    // A spawn is never given up on: it waits for a node as long as the stream keeps it.
+    max_deliver: -1,
+    max_ack_pending: 100_000,
+    max_waiting: 4096,
+  };
+  await ensure(
+    () => link.jsm.consumers.add(STREAMS.work, consumer),
+    () => link.jsm.consumers.update(STREAMS.work, WORK_CONSUMER, { ack_wait: consumer.ack_wait }),
+  );
+}
+
+// Adds, or falls back when it exists already (another node made it first, or with other settings).
+async function ensure(
+  add: () => Promise<unknown>,
+  fallback: () => Promise<unknown>,
+): Promise<void> {
+  try {
+    await add();
+  } catch (error) {
+    try {
+      await fallback();
+    } catch {
+      throw new TroupeError(
+        'runtime.protocol',
+        `Cannot set up the troupe streams on NATS: ${errorMessage(error)}`,
+        { cause: error },
+      );
+    }
+  }
+}
+
+function withoutCredentials(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//');
+}

@@ -1,0 +1,562 @@
+import { randomBytes } from 'node:crypto';
+import type { Subscription } from '@nats-io/transport-node';
+import { errorMessage, serializeError, TroupeError } from '../../../errors.js';
+import { makeEvent } from '../../../events/envelope.js';
+import { emptyUsage } from '../../../model/types.js';
+import { Batcher } from '../batcher.js';
+import {
+  type ActorOutcome,
+  isWireEvent,
+  type MainToWorkerInput,
+  parseWorkerMessage,
+  type WorkerWireItem,
+} from '../protocol.js';
+import type { Transport, TransportHandlers } from '../transport.js';
+import { type NatsLink, STREAMS, subjects } from './nats-link.js';
+import {
+  type DownItemInput,
+  decode,
+  encode,
+  NATS_WIRE_VERSION,
+  NodeInfoSchema,
+  NodeUpItemSchema,
+  type RemoteHostConfig,
+  UpBatchSchema,
+  type WorkItemInput,
+} from './node-wire.js';
+
+/** Options of the coordinator's side of the NATS transport. */
+export interface NatsTransportOptions {
+  /** An open connection (see connectNats); the transport drains it on close. */
+  link: NatsLink;
+  runId: string;
+  /** What every host of the run is built from (no environment: nodes use their own). */
+  config: RemoteHostConfig;
+  /** Read actors' journals for first attempts too (a resumed run). Default false. */
+  resume?: boolean | undefined;
+  /** A spawn no node takes within this long fails with `runtime.unplaced`, in ms (default 60,000). */
+  placeTimeoutMs?: number | undefined;
+  /** A node silent this long is dead: its actors wait for the work queue to re-place them, in ms (default 15,000). */
+  deadAfterMs?: number | undefined;
+  /** NATS unreachable this long stops the run with a clear error, in ms (default 30,000). */
+  reconnectForMs?: number | undefined;
+}
+
+type Start = Extract<MainToWorkerInput, { type: 'actor.start' }>;
+type Define = Extract<MainToWorkerInput, { type: 'role.define' | 'model.define' }>;
+
+// One actor attempt handed to the cluster.
+interface RemoteActor {
+  start: Start;
+  /** The node that claimed it last (it runs there), if any. */
+  owner: string | undefined;
+  /** Since when it waits for a node (queued, or its node went silent), in ms. */
+  waitingSince: number | undefined;
+  /** Everything sent to it since its start, replayed to a node that takes it over. */
+  log: MainToWorkerInput[];
+  /** Mailbox reads its current node reported, and reads passed up (a new node reads the log again). */
+  consumedByOwner: number;
+  consumedPassed: number;
+  /** The work message's stream sequence, once published. */
+  workSeq: number | undefined;
+}
+
+const TICK_MS = 1000;
+
+/**
+ * The coordinator's side of the NATS transport. The cluster looks like one
+ * host to the runtime: an actor's start goes into the JetStream work queue,
+ * self-contained, and whichever node takes it claims it; from then on the
+ * actor's items go to that node, and its items come back on the run's up
+ * subject, in order per node connection. When a node dies, JetStream hands
+ * the unacknowledged spawn to another node after the consumer's ack wait;
+ * the new node claims it, gets everything the actor was sent again, and the
+ * actor continues from its journal. Losing the server itself is a lost host
+ * (its actors are retried when it is back) and, past `reconnectForMs`, fatal.
+ */
+export class NatsTransport implements Transport {
+  readonly #link: NatsLink;
+  readonly #runId: string;
+  readonly #config: RemoteHostConfig;
+  readonly #resume: boolean;
+  readonly #placeTimeoutMs: number;
+  readonly #deadAfterMs: number;
+  readonly #reconnectForMs: number;
+  /** This coordinator process: a resumed coordinator is another session of the same run. */
+  readonly session = randomBytes(6).toString('hex');
+  readonly #defs = new Map<string, Define>();
+  readonly #actors = new Map<string, RemoteActor>();
+  readonly #requests = new Map<number, { node: string; requestId: number }>();
+  readonly #out = new Map<string, Batcher<DownItemInput>>();
+  readonly #heard = new Map<string, number>();
+  readonly #subs: Subscription[] = [];
+  #handlers: TransportHandlers | undefined;
+  #hostId = 1;
+  #up = false;
+  #lostAt: number | undefined;
+  #failed = false;
+  #closing = false;
+  #nextRequest = 1;
+  #tick: NodeJS.Timeout | undefined;
+
+  constructor(options: NatsTransportOptions) {
+    this.#link = options.link;
+    this.#runId = options.runId;
+    this.#config = options.config;
+    this.#resume = options.resume ?? false;
+    this.#placeTimeoutMs = options.placeTimeoutMs ?? 60_000;
+    this.#deadAfterMs = options.deadAfterMs ?? 15_000;
+    this.#reconnectForMs = options.reconnectForMs ?? 30_000;
+  }
+
+  /** Nodes heard from within the dead-after window, by name. */
+  get nodes(): readonly string[] {
+    const now = Date.now();
+    return [...this.#heard].filter(([, at]) => now - at < this.#deadAfterMs).map(([node]) => node);
+  }
+
+  start(handlers: TransportHandlers): void {
+    if (this.#handlers !== undefined || this.#closing) return;
+    this.#handlers = handlers;
+    const { nc } = this.#link;
+    this.#subs.push(
+      nc.subscribe(subjects.up(this.#runId), {
+        callback: (error, msg) => {
+          if (error === null) this.#receive(msg.data);
+        },
+      }),
+      nc.subscribe(subjects.nodesBeat, {
+        callback: (error, msg) => {
+          if (error !== null) return;
+          try {
+            this.#heard.set(decode(msg.data, NodeInfoSchema, 'A node heartbeat').node, Date.now());
+          } catch {
+            // A malformed heartbeat says nothing about any node.
+          }
+        },
+      }),
+    );
+    void this.#watchConnection();
+    this.#tick = setInterval(() => this.#onTick(), TICK_MS);
+    this.#beat();
+    this.#up = true;
+    handlers.hostUp(this.#hostId);
+  }
+
+  hosts(): readonly number[] {
+    return this.#up ? [this.#hostId] : [];
+  }
+
+  send(hostId: number, item: MainToWorkerInput): void {
+    if (hostId !== this.#hostId || !this.#up) return;
+    switch (item.type) {
+      case 'role.define':
+      case 'model.define':
+        this.#defs.set(item.key, item);
+        return;
+      case 'actor.start':
+        this.#queue(item);
+        return;
+      case 'actor.cancel': {
+        const actor = this.#actors.get(item.actorId);
+        if (actor === undefined) return;
+        if (actor.owner === undefined) {
+          // Not on any node: it ends here, and its spawn leaves the queue.
+          this.#unqueue(actor);
+          this.#end(actor, {
+            stopReason: 'cancelled',
+            final: '',
+            usage: emptyUsage(),
+            steps: 0,
+            error: serializeError(new TroupeError('cancelled', item.reason)),
+          });
+          return;
+        }
+        actor.log.push(item);
+        this.#down(actor.owner, item);
+        return;
+      }
+      case 'mailbox.deliver':
+      case 'channel.closed': {
+        const actor = this.#actors.get(item.actorId);
+        if (actor === undefined) return;
+        actor.log.push(item);
+        if (actor.owner !== undefined) this.#down(actor.owner, item);
+        return;
+      }
+      case 'publish.answered':
+      case 'approval.answered':
+      case 'spawn.answered':
+      case 'child.answered': {
+        const request = this.#requests.get(item.requestId);
+        if (request === undefined) return;
+        this.#requests.delete(item.requestId);
+        this.#down(request.node, { ...item, requestId: request.requestId });
+        return;
+      }
+      case 'host.shutdown':
+        return;
+    }
+  }
+
+  terminate(_hostId: number, reason: string, actorId?: string): void {
+    const actor = actorId === undefined ? undefined : this.#actors.get(actorId);
+    if (actor === undefined) return;
+    if (actor.owner === undefined) {
+      this.#unqueue(actor);
+      this.#end(actor, lostOutcome(new TroupeError('runtime.worker_exit', reason)));
+      return;
+    }
+    // The node stops the thread the actor hangs in; its actors' ends come back as results.
+    this.#down(actor.owner, {
+      type: 'node.drop',
+      actorId: actor.start.actorId,
+      reason,
+      kill: true,
+    });
+  }
+
+  async close(graceMs: number): Promise<void> {
+    if (this.#closing) return;
+    this.#closing = true;
+    clearInterval(this.#tick);
+    const { nc, jsm } = this.#link;
+    const nodes = new Set([...this.#out.keys(), ...this.#heard.keys()]);
+    for (const node of nodes) this.#down(node, { type: 'node.run_closed' });
+    for (const batcher of this.#out.values()) batcher.close();
+    for (const sub of this.#subs) sub.unsubscribe();
+    if (!nc.isClosed()) {
+      const cleanup = (async () => {
+        await nc.flush();
+        // Spawns nobody took are the run's own: they go with it.
+        await jsm.streams.purge(STREAMS.work, { filter: subjects.work(this.#runId) });
+      })().catch(() => undefined);
+      await withTimeout(cleanup, graceMs);
+      await withTimeout(
+        nc.drain().catch(() => undefined),
+        graceMs,
+      );
+      if (!nc.isClosed()) await nc.close().catch(() => undefined);
+    }
+    this.#actors.clear();
+  }
+
+  #queue(start: Start): void {
+    const role = this.#defs.get(start.role);
+    const model = this.#defs.get(start.model);
+    const actor: RemoteActor = {
+      start,
+      owner: undefined,
+      waitingSince: Date.now(),
+      log: [],
+      consumedByOwner: 0,
+      consumedPassed: 0,
+      workSeq: undefined,
+    };
+    this.#actors.set(start.actorId, actor);
+    if (role?.type !== 'role.define' || model?.type !== 'model.define') {
+      this.#end(
+        actor,
+        lostOutcome(
+          new TroupeError('internal', `${start.actorId}'s role or model was never defined.`),
+        ),
+      );
+      return;
+    }
+    const work: WorkItemInput = {
+      wire: NATS_WIRE_VERSION,
+      runId: this.#runId,
+      session: this.session,
+      config: this.#config,
+      roleKey: role.key,
+      role: role.role,
+      modelKey: model.key,
+      model: model.model,
+      start,
+      readJournal: this.#resume || start.attempt > 1,
+    };
+    this.#link.js
+      .publish(subjects.work(this.#runId), encode(work), {
+        msgID: `${this.session}.${start.actorId}.${start.attempt}`,
+      })
+      .then(
+        (ack) => {
+          if (this.#actors.get(start.actorId) === actor) actor.workSeq = ack.seq;
+          // Cancelled while the publish was under way: take it back out.
+          else void this.#link.jsm.streams.deleteMessage(STREAMS.work, ack.seq).catch(() => false);
+        },
+        (error: unknown) => {
+          if (this.#actors.get(start.actorId) !== actor) return;
+          this.#end(
+            actor,
+            lostOutcome(
+              new TroupeError(
+                'runtime.worker_exit',
+                `Could not queue ${start.actorId} on NATS at ${this.#link.where}: ${errorMessage(error)}`,
+              ),
+            ),
+          );
+        },
+      );
+  }
+
+  #unqueue(actor: RemoteActor): void {
+    if (actor.workSeq === undefined) return;
+    void this.#link.jsm.streams.deleteMessage(STREAMS.work, actor.workSeq).catch(() => false);
+  }
+
+  // Ends an attempt from here (cancelled before placement, never placed, lost): its result, as a host would send it.
+  #end(actor: RemoteActor, outcome: ActorOutcome): void {
+    const actorId = actor.start.actorId;
+    if (this.#actors.get(actorId) !== actor) return;
+    this.#actors.delete(actorId);
+    this.#handlers?.items(this.#hostId, [{ type: 'actor.result', actorId, outcome }]);
+  }
+
+  #down(node: string, item: DownItemInput): void {
+    let batcher = this.#out.get(node);
+    if (batcher === undefined) {
+      const subject = subjects.down(this.#runId, node);
+      batcher = new Batcher((items) => {
+        if (!this.#link.nc.isClosed()) this.#link.nc.publish(subject, encode({ items }));
+      });
+      this.#out.set(node, batcher);
+    }
+    batcher.push(item);
+  }
+
+  #receive(data: Uint8Array): void {
+    const handlers = this.#handlers;
+    if (handlers === undefined || !this.#up) return;
+    let batch: { node: string; items: unknown[] };
+    try {
+      batch = decode(data, UpBatchSchema, 'A batch from a worker node');
+    } catch (error) {
+      handlers.error(error as TroupeError, false);
+      return;
+    }
+    const node = batch.node;
+    this.#heard.set(node, Date.now());
+    const out: WorkerWireItem[] = [];
+    const rest: unknown[] = [];
+    // Claims first: a claim precedes its actor's items, and no other actor's items depend on it.
+    for (const raw of batch.items) {
+      const claim = NodeUpItemSchema.safeParse(raw);
+      if (claim.success) this.#claim(node, claim.data, out);
+      else rest.push(raw);
+    }
+    const { items, invalid } = parseWorkerMessage(rest);
+    for (const problem of invalid) {
+      handlers.error(
+        new TroupeError('runtime.protocol', `Node ${node} sent an invalid item: ${problem}`),
+        false,
+      );
+    }
+    for (const item of items) {
+      const accepted = this.#accept(node, item);
+      if (accepted !== undefined) out.push(accepted);
+    }
+    if (out.length > 0) handlers.items(this.#hostId, out);
+  }
+
+  // An item from `node`, as the runtime should see it; undefined drops it (a stale node's, or the transport's own).
+  #accept(node: string, item: WorkerWireItem): WorkerWireItem | undefined {
+    if (isWireEvent(item)) {
+      return this.#actors.get(item.agentId)?.owner === node ? item : undefined;
+    }
+    if (item.type === 'host.ready' || item.type === 'journal.record') return undefined;
+    if (item.type === 'host.error') {
+      this.#handlers?.error(
+        new TroupeError('runtime.protocol', `Node ${node}: ${item.error.message}`),
+        false,
+      );
+      return undefined;
+    }
+    const actor = this.#actors.get(item.actorId);
+    if (actor?.owner !== node) return undefined;
+    switch (item.type) {
+      case 'actor.result':
+        this.#actors.delete(item.actorId);
+        return item;
+      case 'mailbox.consumed': {
+        // A node that took the actor over reads its mailbox again from the start: pass up only new reads.
+        actor.consumedByOwner += item.count;
+        const fresh = actor.consumedByOwner - actor.consumedPassed;
+        if (fresh <= 0) return undefined;
+        actor.consumedPassed += fresh;
+        return { ...item, count: fresh };
+      }
+      case 'channel.publish':
+      case 'approval.requested':
+      case 'spawn.requested':
+      case 'child.requested': {
+        const requestId = this.#nextRequest;
+        this.#nextRequest += 1;
+        this.#requests.set(requestId, { node, requestId: item.requestId });
+        return { ...item, requestId };
+      }
+      case 'actor.turn':
+        return item;
+    }
+  }
+
+  #claim(
+    node: string,
+    claim: { actorId: string; attempt: number; replayed: number },
+    out: WorkerWireItem[],
+  ): void {
+    const actor = this.#actors.get(claim.actorId);
+    if (actor === undefined || actor.start.attempt !== claim.attempt) {
+      this.#down(node, {
+        type: 'node.drop',
+        actorId: claim.actorId,
+        reason: 'the attempt is over',
+        done: true,
+      });
+      return;
+    }
+    const previous = actor.owner;
+    if (previous === node) return;
+    if (previous !== undefined) {
+      this.#down(previous, {
+        type: 'node.drop',
+        actorId: claim.actorId,
+        reason: `it runs on ${node} now`,
+      });
+    }
+    actor.owner = node;
+    actor.waitingSince = undefined;
+    actor.consumedByOwner = 0;
+    for (const item of actor.log) this.#down(node, item);
+    out.push(
+      this.#progress(
+        actor,
+        previous === undefined && claim.replayed === 0
+          ? `runs on node ${node}`
+          : `continues on node ${node}; ${claim.replayed} model responses replayed from its journal`,
+      ),
+    );
+  }
+
+  #progress(actor: RemoteActor, note: string): WorkerWireItem {
+    const role = this.#defs.get(actor.start.role);
+    return makeEvent(
+      {
+        runId: this.#runId,
+        agentId: actor.start.actorId,
+        parentId: actor.start.parentId,
+        role: role?.type === 'role.define' ? role.role.name : undefined,
+      },
+      { type: 'agent.progress', note },
+    );
+  }
+
+  #beat(): void {
+    if (this.#link.nc.isClosed()) return;
+    this.#link.nc.publish(subjects.beat(this.#runId), encode({ session: this.session }));
+  }
+
+  #onTick(): void {
+    const now = Date.now();
+    const handlers = this.#handlers;
+    if (handlers === undefined) return;
+    if (!this.#up) {
+      if (
+        !this.#failed &&
+        this.#lostAt !== undefined &&
+        now - this.#lostAt > this.#reconnectForMs
+      ) {
+        this.#failed = true;
+        handlers.error(
+          new TroupeError(
+            'runtime.worker_exit',
+            `NATS at ${this.#link.where} has been unreachable for ${Math.round(this.#reconnectForMs / 1000)} s; the run stops. Check the server, then resume the run (troupe run --resume ${this.#runId} --nats …).`,
+          ),
+          true,
+        );
+      }
+      return;
+    }
+    this.#beat();
+    const out: WorkerWireItem[] = [];
+    for (const actor of [...this.#actors.values()]) {
+      const owner = actor.owner;
+      if (owner !== undefined) {
+        const heard = this.#heard.get(owner) ?? 0;
+        if (now - heard > this.#deadAfterMs) {
+          // Its spawn is still unacknowledged: JetStream hands it to another node.
+          actor.owner = undefined;
+          actor.waitingSince = now;
+          out.push(
+            this.#progress(
+              actor,
+              `node ${owner} has been silent for ${Math.round((now - heard) / 1000)} s; waiting for another node to take the actor over`,
+            ),
+          );
+        }
+        continue;
+      }
+      if (actor.waitingSince !== undefined && now - actor.waitingSince > this.#placeTimeoutMs) {
+        this.#unqueue(actor);
+        this.#end(
+          actor,
+          lostOutcome(
+            new TroupeError(
+              'runtime.unplaced',
+              `No worker node took ${actor.start.actorId} within ${Math.round(this.#placeTimeoutMs / 1000)} s. Start one with: troupe worker --nats ${this.#link.where}`,
+            ),
+          ),
+        );
+      }
+    }
+    if (out.length > 0) handlers.items(this.#hostId, out);
+  }
+
+  async #watchConnection(): Promise<void> {
+    for await (const status of this.#link.nc.status()) {
+      if (this.#closing) return;
+      const handlers = this.#handlers;
+      if (handlers === undefined) continue;
+      if (status.type === 'disconnect' && this.#up) {
+        // Items in flight may be lost: every actor of the run is retried (from its journal) when NATS is back.
+        this.#up = false;
+        this.#lostAt = Date.now();
+        this.#actors.clear();
+        this.#requests.clear();
+        handlers.hostDown(
+          this.#hostId,
+          new TroupeError(
+            'runtime.worker_exit',
+            `lost the connection to NATS at ${this.#link.where}; the actor is retried when it is back`,
+          ),
+        );
+      } else if (status.type === 'reconnect' && !this.#up && !this.#failed) {
+        this.#up = true;
+        this.#lostAt = undefined;
+        this.#hostId += 1;
+        handlers.hostUp(this.#hostId);
+      }
+    }
+  }
+}
+
+function lostOutcome(error: TroupeError): ActorOutcome {
+  return {
+    stopReason: 'error',
+    final: '',
+    usage: emptyUsage(),
+    steps: 0,
+    error: serializeError(error),
+  };
+}
+
+async function withTimeout(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    promise,
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]);
+  clearTimeout(timer);
+}

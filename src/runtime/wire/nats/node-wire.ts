@@ -1,0 +1,142 @@
+import { z } from 'zod';
+import { TroupeError } from '../../../errors.js';
+import { ModelSpecSchema } from '../../../model/model.js';
+import { ModelResponseSchema } from '../../../model/types.js';
+import {
+  ActorStartSchema,
+  HostConfigSchema,
+  MainToWorkerSchema,
+  RoleSpecSchema,
+} from '../protocol.js';
+
+/**
+ * What crosses NATS between a coordinator and its worker nodes, on top of
+ * the worker protocol (protocol.ts): the spawn request in the work queue,
+ * the batches each way, journals and node reports. Every message is JSON
+ * and parsed with these schemas on receipt; worker-protocol items inside
+ * are parsed by the protocol's own parsers, as they are between threads.
+ */
+
+/** The version of this wire; a node refuses work of another one with an error that says so. */
+export const NATS_WIRE_VERSION = 1;
+
+/** A user tool module a node must load: its path and the sha256 of its content. */
+export const ToolModuleRefSchema = z.object({ path: z.string(), sha256: z.string() });
+export type ToolModuleRef = z.infer<typeof ToolModuleRefSchema>;
+
+/** A run's host config as it crosses to nodes: no environment (a node uses its own, keys included). */
+export const RemoteHostConfigSchema = HostConfigSchema.omit({
+  env: true,
+  toolModules: true,
+}).extend({ toolModules: z.array(ToolModuleRefSchema) });
+export type RemoteHostConfig = z.infer<typeof RemoteHostConfigSchema>;
+
+/**
+ * One spawn in the work queue (`troupe.work.<runId>`): everything a node
+ * needs to host the actor, self-contained, so whichever node takes it (the
+ * first, or another after the first died) can start it.
+ */
+export const WorkItemSchema = z.object({
+  wire: z.number().int(),
+  runId: z.string(),
+  /** The coordinator process that queued it; a resumed coordinator is a new session. */
+  session: z.string(),
+  config: RemoteHostConfigSchema,
+  roleKey: z.string(),
+  role: RoleSpecSchema,
+  modelKey: z.string(),
+  model: ModelSpecSchema,
+  start: ActorStartSchema,
+  /** Read the actor's journal before starting it (a resumed run, or a later attempt). */
+  readJournal: z.boolean(),
+});
+export type WorkItem = z.infer<typeof WorkItemSchema>;
+export type WorkItemInput = z.input<typeof WorkItemSchema>;
+
+/** Node-level items a node sends up besides the worker protocol's. */
+export const NodeUpItemSchema = z.discriminatedUnion('type', [
+  /** The node took the actor's spawn and starts it; everything of that actor comes after this. */
+  z.object({
+    type: z.literal('node.claimed'),
+    actorId: z.string(),
+    attempt: z.number().int().positive(),
+    replayed: z.number().int().nonnegative(),
+  }),
+]);
+export type NodeUpItem = z.infer<typeof NodeUpItemSchema>;
+
+/** A batch from a node to a run's coordinator (`troupe.run.<runId>.up`). */
+export const UpBatchSchema = z.object({ node: z.string(), items: z.array(z.unknown()) });
+
+/** Node-level items the coordinator sends down besides the worker protocol's. */
+export const NodeDownItemSchema = z.discriminatedUnion('type', [
+  /** Stop hosting this attempt silently: it runs elsewhere now, or it is stale. */
+  z.object({
+    type: z.literal('node.drop'),
+    actorId: z.string(),
+    reason: z.string(),
+    /** Stop the thread it runs in (it ignored its cancel); the thread's actors end as lost. */
+    kill: z.boolean().optional(),
+    /** The attempt is over: its spawn is removed from the queue (else another node holds it now). */
+    done: z.boolean().optional(),
+  }),
+  /** The run is over: cancel what is left of it and free its threads. */
+  z.object({ type: z.literal('node.run_closed') }),
+]);
+export type NodeDownItem = z.infer<typeof NodeDownItemSchema>;
+
+/** A batch from a coordinator to one node (`troupe.run.<runId>.node.<node>`). */
+export const DownBatchSchema = z.object({
+  items: z.array(z.union([NodeDownItemSchema, MainToWorkerSchema])),
+});
+export type DownItem = z.infer<typeof DownBatchSchema>['items'][number];
+export type DownItemInput = z.input<typeof DownBatchSchema>['items'][number];
+
+/** An actor's journal: its model responses in call order (the last message on its subject). */
+export const JournalSchema = z.object({ responses: z.array(ModelResponseSchema) });
+
+/** What a node reports about itself (heartbeats and `troupe nodes`). */
+export const NodeInfoSchema = z.object({
+  node: z.string(),
+  version: z.string(),
+  wire: z.number().int(),
+  threads: z.number().int().positive(),
+  maxActors: z.number().int().positive(),
+  actors: z.number().int().nonnegative(),
+  runs: z.number().int().nonnegative(),
+  startedAt: z.number(),
+});
+export type NodeInfo = z.infer<typeof NodeInfoSchema>;
+
+/** The coordinator's heartbeat on `troupe.run.<runId>.beat`: nodes drop a run whose coordinator is silent. */
+export const BeatSchema = z.object({ session: z.string() });
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** JSON bytes for a NATS payload. */
+export function encode(value: unknown): Uint8Array {
+  return encoder.encode(JSON.stringify(value));
+}
+
+/** Parses a NATS payload with `schema`; throws `runtime.protocol` saying what was wrong. */
+export function decode<TSchema extends z.ZodType>(
+  data: Uint8Array,
+  schema: TSchema,
+  what: string,
+): z.infer<TSchema> {
+  let json: unknown;
+  try {
+    json = JSON.parse(decoder.decode(data));
+  } catch {
+    throw new TroupeError('runtime.protocol', `${what} is not JSON.`);
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) {
+    throw new TroupeError(
+      'runtime.protocol',
+      `${what} is invalid: ${z.prettifyError(parsed.error)}`,
+    );
+  }
+  return parsed.data;
+}

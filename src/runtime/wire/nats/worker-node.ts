@@ -1,0 +1,687 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { Consumer, JsMsg } from '@nats-io/jetstream';
+import type { Msg, Subscription } from '@nats-io/transport-node';
+import { errorMessage, serializeError, TroupeError } from '../../../errors.js';
+import { emptyUsage, type ModelResponse } from '../../../model/types.js';
+import { Batcher } from '../batcher.js';
+import { LocalTransport } from '../local-transport.js';
+import {
+  type ActorOutcome,
+  isWireEvent,
+  type MainToWorkerInput,
+  type WorkerWireItem,
+} from '../protocol.js';
+import { ensureStreams, type NatsLink, STREAMS, subjects, WORK_CONSUMER } from './nats-link.js';
+import {
+  BeatSchema,
+  DownBatchSchema,
+  type DownItem,
+  decode,
+  encode,
+  JournalSchema,
+  NATS_WIRE_VERSION,
+  type NodeInfo,
+  type WorkItem,
+  WorkItemSchema,
+} from './node-wire.js';
+
+/** How a worker node is set up. */
+export interface WorkerNodeOptions {
+  /** An open connection (see connectNats); the node drains it when it stops. */
+  link: NatsLink;
+  /** The node's name, unique among the nodes of one NATS server. */
+  name: string;
+  /** Worker threads per run the node hosts actors of. */
+  threads: number;
+  /** Actors the node hosts at once; it takes no more spawns past this. */
+  maxActors: number;
+  /**
+   * Silence after which this node counts as dead and its actors go to other
+   * nodes, in milliseconds; the node heartbeats every third of it (default 15,000).
+   */
+  deadAfterMs?: number | undefined;
+  /** The workspace file tools use here, when it is not at the coordinator's path. */
+  workspace?: string | undefined;
+  /** troupe's version, reported to `troupe nodes`. */
+  version: string;
+  /** The built worker entry (tests). */
+  workerUrl?: URL | undefined;
+  /** One line per notable thing (a run starts or ends, an actor is refused). */
+  log?: ((line: string) => void) | undefined;
+}
+
+// One actor attempt this node took from the queue.
+interface NodeActor {
+  actorId: string;
+  work: WorkItem;
+  msg: JsMsg;
+  run: NodeRun;
+  hostId: number | undefined;
+  /** Items for it that arrived before it had a thread. */
+  pending: MainToWorkerInput[];
+  /** Every model response of the actor so far (replayed and live): its journal. */
+  journal: ModelResponse[];
+  journalWrite: Promise<unknown>;
+  /** It runs elsewhere now or its attempt is over: nothing of it goes up any more. */
+  dropped: boolean;
+}
+
+// The node's share of one run: a thread pool built from the run's config and the actors on it.
+interface NodeRun {
+  runId: string;
+  session: string;
+  transport: LocalTransport;
+  hosts: Map<number, { load: number; defined: Set<string> }>;
+  actors: Map<string, NodeActor>;
+  waiting: NodeActor[];
+  requests: Map<number, { hostId: number; requestId: number }>;
+  nextRequest: number;
+  up: Batcher<unknown>;
+  lastBeat: number;
+}
+
+/**
+ * A worker node: takes spawns from the JetStream work queue, hosts their
+ * actors on its own worker threads (a LocalTransport per run, built from
+ * the run's config), and relays each actor's items between its thread and
+ * the run's coordinator. A spawn stays unacknowledged while its actor runs
+ * (the node heartbeats it), so if the node dies JetStream gives it to
+ * another node, which continues from the actor's journal: every live model
+ * response is written to the journal as it arrives.
+ */
+export class WorkerNode {
+  readonly #options: WorkerNodeOptions;
+  readonly #link: NatsLink;
+  readonly #deadAfterMs: number;
+  readonly #runs = new Map<string, NodeRun>();
+  readonly #subs: Subscription[] = [];
+  readonly #hashes = new Map<string, string>();
+  readonly #startedAt = Date.now();
+  #held = 0;
+  #slotFreed: (() => void) | undefined;
+  #stopping = false;
+  #tick: NodeJS.Timeout | undefined;
+  #fetching: Promise<void> | undefined;
+
+  constructor(options: WorkerNodeOptions) {
+    this.#options = options;
+    this.#link = options.link;
+    this.#deadAfterMs = options.deadAfterMs ?? 15_000;
+  }
+
+  /** Actors hosted now. */
+  get actors(): number {
+    return this.#held;
+  }
+
+  /** What `troupe nodes` shows for this node. */
+  info(): NodeInfo {
+    return {
+      node: this.#options.name,
+      version: this.#options.version,
+      wire: NATS_WIRE_VERSION,
+      threads: this.#options.threads,
+      maxActors: this.#options.maxActors,
+      actors: this.#held,
+      runs: this.#runs.size,
+      startedAt: this.#startedAt,
+    };
+  }
+
+  /** Sets up the streams, listens to coordinators and starts taking work. */
+  async start(): Promise<void> {
+    await ensureStreams(this.#link, this.#deadAfterMs);
+    const { nc } = this.#link;
+    this.#subs.push(
+      nc.subscribe(subjects.downAll(this.#options.name), {
+        callback: (error, msg) => {
+          if (error === null) this.#fromCoordinator(msg);
+        },
+      }),
+      nc.subscribe(subjects.beatAll, {
+        callback: (error, msg) => {
+          if (error === null) this.#onBeat(msg);
+        },
+      }),
+      nc.subscribe(subjects.nodesPing, {
+        callback: (error, msg) => {
+          if (error === null) msg.respond(encode(this.info()));
+        },
+      }),
+    );
+    const consumer = await this.#link.js.consumers.get(STREAMS.work, WORK_CONSUMER);
+    this.#tick = setInterval(
+      () => this.#onTick(),
+      Math.max(100, Math.floor(this.#deadAfterMs / 3)),
+    );
+    this.#publishInfo();
+    this.#fetching = this.#fetchLoop(consumer);
+    void this.#watchConnection();
+  }
+
+  // While disconnected, what actors send is lost or late: stop them, and hand their spawns back when
+  // NATS is there again (the same attempt continues on some node from its journal, or the
+  // coordinator, which lost NATS too, has moved on to a new attempt and drops this one).
+  async #watchConnection(): Promise<void> {
+    const handBack: JsMsg[] = [];
+    for await (const status of this.#link.nc.status()) {
+      if (this.#stopping) return;
+      if (status.type === 'disconnect') {
+        for (const run of this.#runs.values()) {
+          for (const actor of run.actors.values()) {
+            if (actor.dropped) continue;
+            this.#drop(actor, 'the node lost its connection to NATS');
+            handBack.push(actor.msg);
+          }
+        }
+        this.#log('lost the connection to NATS; its actors stopped, to be handed back');
+      } else if (status.type === 'reconnect') {
+        for (const msg of handBack.splice(0)) msg.nak();
+        this.#log('reconnected to NATS');
+      }
+    }
+  }
+
+  /**
+   * Stops taking work, gives running actors up to `graceMs` to finish, hands
+   * the rest back to the queue (another node continues them from their
+   * journals) and disconnects.
+   */
+  async stop(graceMs: number): Promise<void> {
+    if (this.#stopping) return;
+    this.#stopping = true;
+    this.#slotFreed?.();
+    const deadline = Date.now() + graceMs;
+    while (this.#held > 0 && Date.now() < deadline) await delay(100);
+    for (const run of [...this.#runs.values()]) {
+      for (const actor of run.actors.values()) {
+        if (actor.dropped) continue;
+        this.#drop(actor, 'the node is shutting down');
+        // Handed back at once, not after the ack wait: another node takes it now.
+        actor.msg.nak();
+      }
+      await this.#closeRun(run, 1000);
+    }
+    clearInterval(this.#tick);
+    for (const sub of this.#subs) sub.unsubscribe();
+    await this.#link.nc.flush().catch(() => undefined);
+    await this.#fetching?.catch(() => undefined);
+    await this.#link.nc.drain().catch(() => undefined);
+  }
+
+  async #fetchLoop(consumer: Consumer): Promise<void> {
+    while (!this.#stopping) {
+      const free = this.#options.maxActors - this.#held;
+      if (free <= 0) {
+        await new Promise<void>((resolve) => {
+          this.#slotFreed = resolve;
+        });
+        this.#slotFreed = undefined;
+        continue;
+      }
+      try {
+        // Small batches: nodes that pull at once share the queue instead of one taking all.
+        const messages = await consumer.fetch({ max_messages: Math.min(free, 32), expires: 2000 });
+        for await (const msg of messages) {
+          if (this.#stopping) {
+            msg.nak();
+            continue;
+          }
+          this.#take(msg);
+        }
+      } catch {
+        // Disconnected or the server restarts: try again shortly.
+        if (!this.#stopping) await delay(250);
+      }
+    }
+  }
+
+  #take(msg: JsMsg): void {
+    let work: WorkItem;
+    try {
+      work = decode(msg.data, WorkItemSchema, 'A spawn request');
+    } catch (error) {
+      this.#log(`refused a spawn: ${errorMessage(error)}`);
+      msg.term();
+      return;
+    }
+    const run = this.#runOf(work);
+    const actorId = work.start.actorId;
+    const existing = run.actors.get(actorId);
+    if (existing !== undefined && !existing.dropped) {
+      // Redelivered to the node that has it (the ack wait passed while it was busy): keep the one running.
+      return;
+    }
+    const actor: NodeActor = {
+      actorId,
+      work,
+      msg,
+      run,
+      hostId: undefined,
+      pending: [],
+      journal: [],
+      journalWrite: Promise.resolve(),
+      dropped: false,
+    };
+    run.actors.set(actorId, actor);
+    this.#held += 1;
+    void this.#prepare(actor);
+  }
+
+  async #prepare(actor: NodeActor): Promise<void> {
+    const { work, run } = actor;
+    const refusal = this.#refusal(work);
+    if (refusal !== undefined) {
+      this.#log(`refused ${actor.actorId} of run ${run.runId}: ${refusal.message}`);
+      this.#claim(actor, 0);
+      this.#finish(actor, lost(refusal));
+      return;
+    }
+    if (work.readJournal || actor.msg.info.deliveryCount > 1) {
+      try {
+        actor.journal = await this.#readJournal(run.runId, journalKey(work));
+      } catch (error) {
+        this.#log(`could not read the journal of ${actor.actorId}: ${errorMessage(error)}`);
+      }
+    }
+    if (actor.dropped) return;
+    this.#claim(actor, actor.journal.length);
+    run.waiting.push(actor);
+    this.#place(run);
+  }
+
+  // Why this node cannot host the work, if it cannot: another wire version or other tool code.
+  #refusal(work: WorkItem): TroupeError | undefined {
+    if (work.wire !== NATS_WIRE_VERSION) {
+      return new TroupeError(
+        'runtime.protocol',
+        `node ${this.#options.name} speaks troupe NATS wire ${NATS_WIRE_VERSION}, the run uses ${work.wire}; run the same troupe version on the coordinator and the nodes.`,
+      );
+    }
+    for (const module of work.config.toolModules) {
+      const here = this.#hashOf(module.path);
+      if (here !== module.sha256) {
+        return new TroupeError(
+          'runtime.protocol',
+          here === undefined
+            ? `node ${this.#options.name} has no tool module ${module.path}; deploy the coordinator's tool modules at the same path on every node.`
+            : `node ${this.#options.name} has a different ${module.path} (sha256 ${here.slice(0, 12)}…, the coordinator's is ${module.sha256.slice(0, 12)}…); deploy the same code on every node.`,
+        );
+      }
+    }
+    return undefined;
+  }
+
+  #hashOf(path: string): string | undefined {
+    let hash = this.#hashes.get(path);
+    if (hash === undefined) {
+      try {
+        hash = createHash('sha256').update(readFileSync(path)).digest('hex');
+      } catch {
+        return undefined;
+      }
+      this.#hashes.set(path, hash);
+    }
+    return hash;
+  }
+
+  async #readJournal(runId: string, key: string): Promise<ModelResponse[]> {
+    const stored = await this.#link.jsm.streams.getMessage(STREAMS.journal, {
+      last_by_subj: subjects.journal(runId, key),
+    });
+    if (stored === null) return [];
+    return decode(stored.data, JournalSchema, 'A journal').responses;
+  }
+
+  #claim(actor: NodeActor, replayed: number): void {
+    actor.run.up.push({
+      type: 'node.claimed',
+      actorId: actor.actorId,
+      attempt: actor.work.start.attempt,
+      replayed,
+    });
+  }
+
+  #runOf(work: WorkItem): NodeRun {
+    const run = this.#runs.get(work.runId);
+    if (run !== undefined && run.session !== work.session) {
+      // A resumed coordinator: what the old one left here is garbage now.
+      for (const actor of run.actors.values()) {
+        if (actor.dropped) continue;
+        this.#drop(actor, 'its coordinator was replaced');
+        actor.msg.term();
+      }
+      run.session = work.session;
+      run.lastBeat = Date.now();
+    }
+    if (run !== undefined) return run;
+    const config = work.config;
+    const transport = new LocalTransport({
+      threads: this.#options.threads,
+      config: {
+        runId: work.runId,
+        workspace: this.#options.workspace ?? config.workspace,
+        ...(config.outDir === undefined ? {} : { outDir: config.outDir }),
+        grants: config.grants,
+        toolModules: config.toolModules.map((module) => module.path),
+        hasApprove: config.hasApprove,
+        ...(config.unsafeNoSandbox === true ? { unsafeNoSandbox: true } : {}),
+        ...(config.mcp === undefined ? {} : { mcp: config.mcp }),
+      },
+      resourceLimits: { maxYoungGenerationSizeMb: 4 },
+      workerUrl: this.#options.workerUrl,
+    });
+    const subject = subjects.up(work.runId);
+    const created: NodeRun = {
+      runId: work.runId,
+      session: work.session,
+      transport,
+      hosts: new Map(),
+      actors: new Map(),
+      waiting: [],
+      requests: new Map(),
+      nextRequest: 0,
+      up: new Batcher((items) => {
+        if (!this.#link.nc.isClosed()) {
+          this.#link.nc.publish(subject, encode({ node: this.#options.name, items }));
+        }
+      }),
+      lastBeat: Date.now(),
+    };
+    this.#runs.set(work.runId, created);
+    this.#log(`run ${work.runId}: hosting its actors on ${this.#options.threads} threads`);
+    transport.start({
+      items: (hostId, items) => this.#fromHost(created, hostId, items),
+      hostDown: (hostId, error) => this.#hostDown(created, hostId, error),
+      hostUp: (hostId) => {
+        created.hosts.set(hostId, { load: 0, defined: new Set() });
+        this.#place(created);
+      },
+      error: (error, fatal) => {
+        this.#log(`run ${created.runId}: ${error.message}`);
+        if (!fatal) return;
+        for (const actor of created.waiting.splice(0)) this.#finish(actor, lost(error));
+      },
+    });
+    return created;
+  }
+
+  // Starts waiting actors on the least-loaded threads.
+  #place(run: NodeRun): void {
+    while (run.waiting.length > 0) {
+      let best: number | undefined;
+      let bestLoad = Number.POSITIVE_INFINITY;
+      for (const hostId of run.transport.hosts()) {
+        const load = run.hosts.get(hostId)?.load ?? 0;
+        if (run.hosts.has(hostId) && load < bestLoad) {
+          best = hostId;
+          bestLoad = load;
+        }
+      }
+      if (best === undefined) return;
+      const actor = run.waiting.shift() as NodeActor;
+      if (actor.dropped) continue;
+      this.#startOn(actor, best);
+    }
+  }
+
+  #startOn(actor: NodeActor, hostId: number): void {
+    const { run, work } = actor;
+    const host = run.hosts.get(hostId);
+    if (host === undefined) return;
+    host.load += 1;
+    actor.hostId = hostId;
+    const send = (item: MainToWorkerInput): void => run.transport.send(hostId, item);
+    if (!host.defined.has(work.roleKey)) {
+      host.defined.add(work.roleKey);
+      send({ type: 'role.define', key: work.roleKey, role: work.role });
+    }
+    if (!host.defined.has(work.modelKey)) {
+      host.defined.add(work.modelKey);
+      send({ type: 'model.define', key: work.modelKey, model: work.model });
+    }
+    send({
+      ...work.start,
+      role: work.roleKey,
+      model: work.modelKey,
+      journal: { replay: actor.journal, record: true },
+    });
+    for (const item of actor.pending.splice(0)) send(item);
+  }
+
+  #fromHost(run: NodeRun, hostId: number, items: readonly WorkerWireItem[]): void {
+    for (const item of items) {
+      if (isWireEvent(item)) {
+        if (run.actors.get(item.agentId)?.dropped === false) run.up.push(item);
+        continue;
+      }
+      switch (item.type) {
+        case 'host.ready':
+          break;
+        case 'host.error':
+          run.up.push(item);
+          break;
+        case 'journal.record': {
+          const actor = run.actors.get(item.actorId);
+          if (actor === undefined || actor.dropped) break;
+          if (item.step !== actor.journal.length + 1) break;
+          actor.journal.push(item.response);
+          this.#writeJournal(actor);
+          break;
+        }
+        case 'actor.result': {
+          const actor = run.actors.get(item.actorId);
+          if (actor === undefined) break;
+          this.#finish(actor, item.outcome);
+          break;
+        }
+        case 'channel.publish':
+        case 'approval.requested':
+        case 'spawn.requested':
+        case 'child.requested': {
+          if (run.actors.get(item.actorId)?.dropped !== false) break;
+          // Ids are per thread; the coordinator sees this node's, unique across its threads.
+          const requestId = nextRequestId(run);
+          run.requests.set(requestId, { hostId, requestId: item.requestId });
+          run.up.push({ ...item, requestId });
+          break;
+        }
+        case 'actor.turn':
+        case 'mailbox.consumed':
+          if (run.actors.get(item.actorId)?.dropped === false) run.up.push(item);
+          break;
+      }
+    }
+  }
+
+  // The whole journal each time: the stream keeps the last message per subject, so a reader gets one message.
+  #writeJournal(actor: NodeActor): void {
+    const subject = subjects.journal(actor.run.runId, journalKey(actor.work));
+    const payload = encode({ responses: actor.journal });
+    actor.journalWrite = actor.journalWrite
+      .then(() => this.#link.js.publish(subject, payload))
+      .catch((error: unknown) => {
+        this.#log(`could not write the journal of ${actor.actorId}: ${errorMessage(error)}`);
+      });
+  }
+
+  // The attempt ended here: its result goes up, then (flushed, and its journal written) the spawn is acknowledged.
+  #finish(actor: NodeActor, outcome: ActorOutcome): void {
+    const { run } = actor;
+    if (run.actors.get(actor.actorId) !== actor) return;
+    run.actors.delete(actor.actorId);
+    this.#release(actor);
+    if (actor.dropped) return;
+    run.up.push({ type: 'actor.result', actorId: actor.actorId, outcome });
+    run.up.flush();
+    void actor.journalWrite
+      .then(() => this.#link.nc.flush())
+      .then(
+        () => actor.msg.ack(),
+        () => undefined,
+      );
+  }
+
+  #release(actor: NodeActor): void {
+    if (actor.hostId !== undefined) {
+      const host = actor.run.hosts.get(actor.hostId);
+      if (host !== undefined) host.load -= 1;
+      actor.hostId = undefined;
+    }
+    this.#held -= 1;
+    this.#slotFreed?.();
+  }
+
+  // Stops hosting an actor without a word up: cancelled in its thread, its result (when it comes) ignored.
+  #drop(actor: NodeActor, reason: string, kill = false): void {
+    if (actor.dropped) return;
+    actor.dropped = true;
+    const { run } = actor;
+    if (actor.hostId === undefined) {
+      // Not started yet (its journal is being read, or no thread is up): it ends here.
+      run.actors.delete(actor.actorId);
+      this.#held -= 1;
+      this.#slotFreed?.();
+      return;
+    }
+    if (kill) run.transport.terminate(actor.hostId, reason);
+    else run.transport.send(actor.hostId, { type: 'actor.cancel', actorId: actor.actorId, reason });
+  }
+
+  #hostDown(run: NodeRun, hostId: number, error: TroupeError): void {
+    run.hosts.delete(hostId);
+    for (const actor of [...run.actors.values()]) {
+      if (actor.hostId === hostId) this.#finish(actor, lost(error));
+    }
+  }
+
+  #fromCoordinator(msg: Msg): void {
+    const runId = msg.subject.split('.')[2] ?? '';
+    const run = this.#runs.get(runId);
+    if (run === undefined) return;
+    let items: DownItem[];
+    try {
+      items = decode(msg.data, DownBatchSchema, 'A batch from the coordinator').items;
+    } catch (error) {
+      this.#log(`run ${runId}: ${errorMessage(error)}`);
+      return;
+    }
+    for (const item of items) this.#handleDown(run, item);
+  }
+
+  #handleDown(run: NodeRun, item: DownItem): void {
+    switch (item.type) {
+      case 'node.drop': {
+        const actor = run.actors.get(item.actorId);
+        if (actor === undefined) return;
+        if (item.done === true) actor.msg.term();
+        this.#drop(actor, item.reason, item.kill === true);
+        return;
+      }
+      case 'node.run_closed':
+        for (const actor of run.actors.values()) {
+          if (actor.dropped) continue;
+          this.#drop(actor, 'the run is closed');
+          actor.msg.term();
+        }
+        void this.#closeRun(run, 5000);
+        return;
+      case 'publish.answered':
+      case 'approval.answered':
+      case 'spawn.answered':
+      case 'child.answered': {
+        const request = run.requests.get(item.requestId);
+        if (request === undefined) return;
+        run.requests.delete(item.requestId);
+        run.transport.send(request.hostId, { ...item, requestId: request.requestId });
+        return;
+      }
+      case 'actor.cancel':
+      case 'mailbox.deliver':
+      case 'channel.closed': {
+        const actor = run.actors.get(item.actorId);
+        if (actor === undefined || actor.dropped) return;
+        if (actor.hostId === undefined) actor.pending.push(item);
+        else run.transport.send(actor.hostId, item);
+        return;
+      }
+      case 'role.define':
+      case 'model.define':
+      case 'actor.start':
+      case 'host.shutdown':
+        // Starts come from the work queue, never down a run's subject.
+        return;
+    }
+  }
+
+  async #closeRun(run: NodeRun, graceMs: number): Promise<void> {
+    if (this.#runs.get(run.runId) !== run) return;
+    this.#runs.delete(run.runId);
+    run.up.close();
+    this.#log(`run ${run.runId}: closed`);
+    await run.transport.close(graceMs);
+  }
+
+  #onBeat(msg: Msg): void {
+    const runId = msg.subject.split('.')[2] ?? '';
+    const run = this.#runs.get(runId);
+    if (run === undefined) return;
+    try {
+      if (decode(msg.data, BeatSchema, 'A coordinator heartbeat').session === run.session) {
+        run.lastBeat = Date.now();
+      }
+    } catch {
+      // A malformed heartbeat keeps nothing alive.
+    }
+  }
+
+  #onTick(): void {
+    const now = Date.now();
+    for (const run of this.#runs.values()) {
+      for (const actor of run.actors.values()) if (!actor.dropped) actor.msg.working();
+      if (now - run.lastBeat > this.#deadAfterMs) {
+        // The coordinator is gone: stop paying for its actors. A resumed one queues them again.
+        this.#log(`run ${run.runId}: its coordinator is silent; stopping its actors`);
+        for (const actor of run.actors.values()) {
+          if (actor.dropped) continue;
+          this.#drop(actor, 'its coordinator is gone');
+          actor.msg.term();
+        }
+        void this.#closeRun(run, 2000);
+      }
+    }
+    this.#publishInfo();
+  }
+
+  #publishInfo(): void {
+    if (!this.#link.nc.isClosed()) this.#link.nc.publish(subjects.nodesBeat, encode(this.info()));
+  }
+
+  #log(line: string): void {
+    this.#options.log?.(line);
+  }
+}
+
+function journalKey(work: WorkItem): string {
+  return work.start.key ?? work.start.actorId;
+}
+
+function nextRequestId(run: NodeRun): number {
+  run.nextRequest += 1;
+  return run.nextRequest;
+}
+
+function lost(error: TroupeError): ActorOutcome {
+  return {
+    stopReason: 'error',
+    final: '',
+    usage: emptyUsage(),
+    steps: 0,
+    error: serializeError(error),
+  };
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
