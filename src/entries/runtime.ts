@@ -29,6 +29,8 @@ export { DEFAULT_RETRY, isRole } from '../roles/role.js';
 export type { BudgetCrossing, TreeBudgetLimits } from '../runtime/budget/tree-budget.js';
 export type { ModelPrice, UsageTotals } from '../runtime/budget/usage-ledger.js';
 export type { MailboxOptions, OverflowPolicy } from '../runtime/messaging/mailbox.js';
+export type { NatsRunOptions } from '../runtime/nats-setup.js';
+export { createNatsTransport, listNodes, startWorkerNode } from '../runtime/nats-setup.js';
 export type { ThreadLimits } from '../runtime/runtime-options.js';
 export type { LocalTransportOptions } from '../runtime/wire/local-transport.js';
 export { LocalTransport } from '../runtime/wire/local-transport.js';
