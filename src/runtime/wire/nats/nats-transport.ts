@@ -87,6 +87,8 @@ export class NatsTransport implements Transport {
   readonly #defs = new Map<string, Define>();
   readonly #actors = new Map<string, RemoteActor>();
   readonly #requests = new Map<number, { node: string; requestId: number }>();
+  // From a node's request id back to ours (a node cancels a pooled tool call by its own id).
+  readonly #requestsBack = new Map<string, number>();
   readonly #out = new Map<string, Batcher<DownItemInput>>();
   readonly #heard = new Map<string, number>();
   readonly #subs: Subscription[] = [];
@@ -184,13 +186,21 @@ export class NatsTransport implements Transport {
         if (actor.owner !== undefined) this.#down(actor.owner, item);
         return;
       }
+      case 'tool.progress': {
+        const request = this.#requests.get(item.requestId);
+        if (request !== undefined)
+          this.#down(request.node, { ...item, requestId: request.requestId });
+        return;
+      }
       case 'publish.answered':
       case 'approval.answered':
       case 'spawn.answered':
-      case 'child.answered': {
+      case 'child.answered':
+      case 'tool.answered': {
         const request = this.#requests.get(item.requestId);
         if (request === undefined) return;
         this.#requests.delete(item.requestId);
+        this.#requestsBack.delete(`${request.node}\n${request.requestId}`);
         this.#down(request.node, { ...item, requestId: request.requestId });
         return;
       }
@@ -365,6 +375,10 @@ export class NatsTransport implements Transport {
       return this.#actors.get(item.agentId)?.owner === node ? item : undefined;
     }
     if (item.type === 'host.ready' || item.type === 'journal.record') return undefined;
+    if (item.type === 'tool.cancelled') {
+      const requestId = this.#requestsBack.get(`${node}\n${item.requestId}`);
+      return requestId === undefined ? undefined : { ...item, requestId };
+    }
     if (item.type === 'host.error') {
       this.#handlers?.error(
         new TroupeError('runtime.protocol', `Node ${node}: ${item.error.message}`),
@@ -389,10 +403,12 @@ export class NatsTransport implements Transport {
       case 'channel.publish':
       case 'approval.requested':
       case 'spawn.requested':
-      case 'child.requested': {
+      case 'child.requested':
+      case 'tool.requested': {
         const requestId = this.#nextRequest;
         this.#nextRequest += 1;
         this.#requests.set(requestId, { node, requestId: item.requestId });
+        this.#requestsBack.set(`${node}\n${item.requestId}`, requestId);
         return { ...item, requestId };
       }
       case 'actor.turn':
@@ -523,6 +539,7 @@ export class NatsTransport implements Transport {
         this.#lostAt = Date.now();
         this.#actors.clear();
         this.#requests.clear();
+        this.#requestsBack.clear();
         handlers.hostDown(
           this.#hostId,
           new TroupeError(

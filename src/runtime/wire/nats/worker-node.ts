@@ -76,6 +76,7 @@ interface NodeRun {
   actors: Map<string, NodeActor>;
   waiting: NodeActor[];
   requests: Map<number, { hostId: number; requestId: number }>;
+  requestsBack: Map<string, number>;
   nextRequest: number;
   up: Batcher<unknown>;
   lastBeat: number;
@@ -366,6 +367,8 @@ export class WorkerNode {
         grants: config.grants,
         toolModules: config.toolModules.map((module) => module.path),
         hasApprove: config.hasApprove,
+        // Pooled user tools run on the coordinator's tool pool: their calls go up like any request.
+        ...(config.isolateTools === true ? { isolateTools: true } : {}),
         ...(config.unsafeNoSandbox === true ? { unsafeNoSandbox: true } : {}),
         ...(config.mcp === undefined ? {} : { mcp: config.mcp }),
       },
@@ -381,6 +384,7 @@ export class WorkerNode {
       actors: new Map(),
       waiting: [],
       requests: new Map(),
+      requestsBack: new Map(),
       nextRequest: 0,
       up: new Batcher((items) => {
         if (!this.#link.nc.isClosed()) {
@@ -479,12 +483,19 @@ export class WorkerNode {
         case 'channel.publish':
         case 'approval.requested':
         case 'spawn.requested':
-        case 'child.requested': {
+        case 'child.requested':
+        case 'tool.requested': {
           if (run.actors.get(item.actorId)?.dropped !== false) break;
           // Ids are per thread; the coordinator sees this node's, unique across its threads.
           const requestId = nextRequestId(run);
           run.requests.set(requestId, { hostId, requestId: item.requestId });
+          run.requestsBack.set(`${hostId}:${item.requestId}`, requestId);
           run.up.push({ ...item, requestId });
+          break;
+        }
+        case 'tool.cancelled': {
+          const requestId = run.requestsBack.get(`${hostId}:${item.requestId}`);
+          if (requestId !== undefined) run.up.push({ ...item, requestId });
           break;
         }
         case 'actor.turn':
@@ -587,13 +598,22 @@ export class WorkerNode {
         }
         void this.#closeRun(run, 5000);
         return;
+      case 'tool.progress': {
+        const request = run.requests.get(item.requestId);
+        if (request !== undefined) {
+          run.transport.send(request.hostId, { ...item, requestId: request.requestId });
+        }
+        return;
+      }
       case 'publish.answered':
       case 'approval.answered':
       case 'spawn.answered':
-      case 'child.answered': {
+      case 'child.answered':
+      case 'tool.answered': {
         const request = run.requests.get(item.requestId);
         if (request === undefined) return;
         run.requests.delete(item.requestId);
+        run.requestsBack.delete(`${request.hostId}:${request.requestId}`);
         run.transport.send(request.hostId, { ...item, requestId: request.requestId });
         return;
       }
