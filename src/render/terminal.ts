@@ -4,6 +4,9 @@
  * a frame writer that redraws a block of lines in place.
  */
 
+import { stripVTControlCharacters } from 'node:util';
+import stringWidth from 'string-width';
+
 /** Where the CLI writes: stdout or stderr of a real terminal, or a fake in tests. */
 export interface TerminalOutput {
   write(text: string): void;
@@ -91,34 +94,12 @@ const ANSI = /\u001b\[[0-9;?]*[A-Za-z]/g;
 
 /** Removes ANSI escape sequences. */
 export function stripAnsi(text: string): string {
-  return text.replace(ANSI, '');
+  return stripVTControlCharacters(text);
 }
 
-function charWidth(codePoint: number): number {
-  if (codePoint === 0xfe0f || codePoint === 0x200d) return 0;
-  if (codePoint >= 0x0300 && codePoint <= 0x036f) return 0;
-  if (
-    (codePoint >= 0x1100 && codePoint <= 0x115f) ||
-    (codePoint >= 0x2e80 && codePoint <= 0xa4cf) ||
-    (codePoint >= 0xac00 && codePoint <= 0xd7a3) ||
-    (codePoint >= 0xf900 && codePoint <= 0xfaff) ||
-    (codePoint >= 0xfe30 && codePoint <= 0xfe4f) ||
-    (codePoint >= 0xff00 && codePoint <= 0xff60) ||
-    (codePoint >= 0x1f300 && codePoint <= 0x1faff) ||
-    codePoint === 0x2705 ||
-    codePoint === 0x274c ||
-    codePoint === 0x23f1
-  ) {
-    return 2;
-  }
-  return 1;
-}
-
-/** Columns a string takes on screen (ANSI ignored, wide characters and emoji count 2). */
+/** Columns a string takes on screen (ANSI ignored; East Asian wide characters and emoji count 2). */
 export function displayWidth(text: string): number {
-  let width = 0;
-  for (const char of stripAnsi(text)) width += charWidth(char.codePointAt(0) ?? 0);
-  return width;
+  return stringWidth(text);
 }
 
 /**
@@ -142,7 +123,7 @@ export function cutToWidth(text: string, width: number): string {
       continue;
     }
     const char = String.fromCodePoint(text.codePointAt(index) ?? 32);
-    const charColumns = charWidth(char.codePointAt(0) ?? 32);
+    const charColumns = stringWidth(char);
     if (used + charColumns > width - 1) break;
     out += char;
     used += charColumns;

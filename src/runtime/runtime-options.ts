@@ -1,8 +1,12 @@
+import { isAbsolute } from 'node:path';
+import { z } from 'zod';
+import { TroupeError } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
 import type { McpServers } from '../mcp/config.js';
 import type { ModelSpec } from '../model/model.js';
+import { ModelSpecSchema } from '../model/spec.js';
 import type { AnyRole } from '../roles/role.js';
-import type { ApprovalRequest, PermissionTier } from '../tools/tool.js';
+import { type ApprovalRequest, type PermissionTier, PermissionTierSchema } from '../tools/tool.js';
 import type { TreeBudgetLimits } from './budget/tree-budget.js';
 import type { ModelPrice } from './budget/usage-ledger.js';
 import type { Transport } from './wire/transport.js';
@@ -85,4 +89,101 @@ export interface RuntimeOptions {
   blockedThreadMs?: number | undefined;
   /** Memory limits of each tool thread (default a 256 MiB old generation). */
   toolThreadLimits?: ThreadLimits | undefined;
+}
+
+const count = (min: number) => z.number().int().min(min).max(Number.MAX_SAFE_INTEGER);
+const positive = z.number().positive().finite();
+const absolutePath = z
+  .string()
+  .min(1)
+  .refine((path) => isAbsolute(path), { error: 'must be an absolute path' });
+
+const threadLimits = z.object({
+  maxOldGenerationSizeMb: positive.optional(),
+  maxYoungGenerationSizeMb: positive.optional(),
+  codeRangeSizeMb: positive.optional(),
+  stackSizeMb: positive.optional(),
+});
+
+// The parts of RuntimeOptions that are data. Functions, the bus and the
+// transport are checked by TypeScript; roles and tool modules where they load.
+const RuntimeOptionsSchema = z.object({
+  model: ModelSpecSchema,
+  threads: count(1).max(1024).optional(),
+  workspace: absolutePath,
+  outDir: absolutePath.optional(),
+  grants: z.array(PermissionTierSchema),
+  toolModules: z.array(absolutePath).optional(),
+  budget: z
+    .object({
+      tokens: positive.optional(),
+      costUsd: positive.optional(),
+      timeMs: positive.optional(),
+      softRatio: z.number().gt(0).max(1).optional(),
+    })
+    .optional(),
+  prices: z
+    .record(
+      z.string(),
+      z.object({
+        inputPerMTok: z.number().min(0).finite(),
+        outputPerMTok: z.number().min(0).finite(),
+      }),
+    )
+    .optional(),
+  runId: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, {
+      error:
+        'must be 1-128 letters, digits, dots, dashes or underscores, not starting with a dot or dash',
+    })
+    .optional(),
+  results: z.object({ dir: absolutePath, reuse: z.boolean() }).optional(),
+  maxDepth: count(0).max(64).optional(),
+  threadLimits: threadLimits.optional(),
+  cancelGraceMs: z.number().min(0).finite().optional(),
+  maxActorsPerThread: count(1).optional(),
+  maxQueued: count(0).optional(),
+  toolIsolation: z.enum(['pool', 'thread']).optional(),
+  toolThreads: count(1).max(1024).optional(),
+  toolTimeoutMs: positive.optional(),
+  blockedThreadMs: positive.optional(),
+  toolThreadLimits: threadLimits.optional(),
+});
+
+/**
+ * Checks RuntimeOptions before anything starts, so a bad value is a
+ * `usage.invalid_option` error naming the option, the rule and the value,
+ * never a hang (`maxActorsPerThread: 0` would admit nothing) or a raw error
+ * from a library underneath (`threads: 0` from piscina at the first spawn).
+ */
+export function validateRuntimeOptions(options: RuntimeOptions): void {
+  const parsed = RuntimeOptionsSchema.safeParse(options);
+  if (parsed.success) return;
+  const problems = parsed.error.issues.map((issue) => {
+    const path = issue.path.join('.');
+    const value = issue.path.reduce<unknown>(
+      (at, key) =>
+        at !== null && typeof at === 'object'
+          ? (at as Record<PropertyKey, unknown>)[key]
+          : undefined,
+      options,
+    );
+    return `${path || 'options'}: ${issue.message} (got ${describeValue(value)})`;
+  });
+  throw new TroupeError('usage.invalid_option', `Invalid RuntimeOptions: ${problems.join('; ')}.`);
+}
+
+function describeValue(value: unknown): string {
+  if (typeof value === 'string')
+    return JSON.stringify(value.length > 80 ? `${value.slice(0, 77)}...` : value);
+  if (
+    typeof value === 'number' ||
+    typeof value === 'boolean' ||
+    value === undefined ||
+    value === null
+  )
+    return String(value);
+  if (Array.isArray(value)) return `an array of ${value.length}`;
+  return typeof value;
 }

@@ -28,7 +28,7 @@ import { Mailbox } from './messaging/mailbox.js';
 import { Router } from './messaging/router.js';
 import { createPoolTransport, createToolPool } from './pool-transport.js';
 import { ResultStore } from './resume/result-store.js';
-import type { RuntimeOptions } from './runtime-options.js';
+import { type RuntimeOptions, validateRuntimeOptions } from './runtime-options.js';
 import type { ToolPool } from './wire/tool-pool.js';
 
 /**
@@ -69,6 +69,7 @@ export class Runtime {
   #nextMessage = 1;
 
   constructor(options: RuntimeOptions) {
+    validateRuntimeOptions(options);
     this.#options = options;
     // Each event is validated once, where it is made: worker events in their
     // worker, main-thread events by `events` below; the bus adopts them unchecked.

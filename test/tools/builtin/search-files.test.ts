@@ -136,7 +136,9 @@ describe('globToRegExp', () => {
     ['*.{ts,js}', 'a.js', true],
     ['[ab].txt', 'b.txt', true],
     ['[!ab].txt', 'a.txt', false],
-    ['a+b(1).txt', 'a+b(1).txt', true],
+    ['a+b\\(1\\).txt', 'a+b(1).txt', true],
+    ['.env*', '.env.local', true],
+    ['(a|b).md', 'b.md', true],
   ])('%s matches %s: %s', (glob, subject, expected) => {
     expect(globToRegExp(glob).test(subject)).toBe(expected);
   });
