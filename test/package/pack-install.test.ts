@@ -89,6 +89,13 @@ describe.skipIf(!canPack)('the packed package', { timeout: 180_000 }, () => {
       // Production dependencies, and zod (a peer, which npm installs beside troupe).
       if (entry.dev === true && path !== 'node_modules/zod') continue;
       const { dev: _dev, devOptional: _devOptional, peer: _peer, ...rest } = entry;
+      // This machine's npm omits registry URLs from lockfiles; without one npm
+      // asks the registry where the tarball is, so name it (the cache has it).
+      if (rest['resolved'] === undefined && typeof rest['version'] === 'string') {
+        const name = path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length);
+        const base = name.slice(name.lastIndexOf('/') + 1);
+        rest['resolved'] = `https://registry.npmjs.org/${name}/-/${base}-${rest['version']}.tgz`;
+      }
       packages[path] = rest;
     }
     packages['node_modules/troupe'] = {
