@@ -130,7 +130,7 @@ export class LineRenderer implements EventRenderer {
     if (!this.#summary || this.state.agents.size === 0) return;
     const width = this.#output.isTTY ? Math.max((this.#output.columns || 80) - 1, 20) : undefined;
     const lines = [
-      ...summaryLines(this.state, createPalette(false)),
+      ...summaryLines(this.state, createPalette(false), width),
       ...finalAnswerBlock(this.state.final, width, createPalette(false)),
     ];
     this.#output.write(`\n${lines.map((line) => this.#redact(line)).join('\n')}\n`);

@@ -3,6 +3,7 @@ import { totalTokens } from '../model/types.js';
 import { createRedactor } from '../util/redact.js';
 import { finalAnswerBlock } from './answer.js';
 import { chatLayout } from './chat-layout.js';
+import { fitParts, fitRow, planColumns, type RowCells } from './columns.js';
 import type { EventRenderer } from './renderer.js';
 import {
   type AgentView,
@@ -20,8 +21,8 @@ import {
   FrameWriter,
   oneLine,
   type Palette,
-  padToWidth,
   type TerminalOutput,
+  wrapText,
 } from './terminal.js';
 
 const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
@@ -130,47 +131,108 @@ export class LiveRenderer implements EventRenderer {
     if (this.state.agents.size > 0) {
       const width = Math.max((this.#output.columns || 80) - 1, 20);
       const lines = [
-        ...summaryLines(this.state, this.#palette),
+        ...summaryLines(this.state, this.#palette, width),
         ...finalAnswerBlock(this.state.final, width, this.#palette),
       ];
       this.#output.write(`\n${lines.map(this.#redact).join('\n')}\n`);
     }
   }
 
-  /** The lines of the current frame (header, tree, log), fitted to the terminal's height. */
+  /** The lines of the current frame (header, tree, failures, log), fitted to the terminal's size. */
   frame(): string[] {
     const rows = Math.max(this.#output.rows || 24, 8);
+    const width = this.#width();
     const logHeight = Math.min(8, Math.max(2, Math.floor(rows / 4)));
-    const treeHeight = Math.max(rows - 3 - logHeight, 2);
-    const log = this.#log.slice(-logHeight);
-    return [this.#header(), ...this.#tree(treeHeight), this.#palette.dim('── recent ──'), ...log];
+    const failures = this.#failureLines(width, Math.max(2, Math.floor(rows / 5)));
+    const treeHeight = Math.max(rows - 3 - logHeight - failures.length, 2);
+    const log = this.#log.slice(-logHeight).map((line) => cutToWidth(line, width));
+    return [
+      this.#header(width),
+      ...this.#tree(treeHeight, width),
+      ...failures,
+      this.#palette.dim(cutToWidth('── recent ──', width)),
+      ...log,
+    ];
+  }
+
+  /** Columns a frame line may use: one less than the window, so that no line wraps. */
+  #width(): number {
+    return Math.max((this.#output.columns || 80) - 1, 20);
+  }
+
+  /**
+   * The failures section: every failed agent with as much of its reason as
+   * fits (the end of a reason often says what to do), newest last, at most
+   * `maxLines`; the summary lists every one in full.
+   */
+  #failureLines(width: number, maxLines: number): string[] {
+    const p = this.#palette;
+    const failed = [...this.state.agents.values()].filter(
+      (agent) => agent.status === 'failed' || agent.status === 'timed_out',
+    );
+    if (failed.length === 0) return [];
+    const lines: string[] = [];
+    const shown = failed.slice(-maxLines);
+    const hidden = failed.length - shown.length;
+    const perAgent = Math.max(1, Math.floor((maxLines - (hidden > 0 ? 1 : 0)) / shown.length));
+    for (const agent of shown) {
+      const reason = oneLine(agent.error ?? agent.status.replace('_', ' '));
+      const wrapped = wrapText(`✖ ${agent.id}: ${reason}`, width, '  ');
+      const kept = wrapped.slice(0, perAgent);
+      if (wrapped.length > perAgent && kept.length > 0) {
+        // Keep the end of the reason (its advice) when the middle has to go.
+        const tail = oneLine(reason).slice(-Math.max(10, width - 6));
+        kept[kept.length - 1] = cutToWidth(`  …${tail}`, width);
+      }
+      lines.push(...kept.map((line) => p.red(line)));
+    }
+    const title = p.dim(
+      cutToWidth(
+        `── failures (${failed.length}${hidden > 0 ? `, ${hidden} more in the summary` : ''}) ──`,
+        width,
+      ),
+    );
+    return [title, ...lines.slice(-maxLines)];
   }
 
   #tick(): void {
     // The spinner and elapsed times move while anything runs, so redraw then too.
-    if (this.#dirty || this.state.countByStatus().running > 0) this.draw();
+    if (this.#dirty || this.#frames.resized || this.state.countByStatus().running > 0) {
+      this.draw();
+    }
   }
 
   #time(): number {
     return this.#finished ? (this.state.endTs ?? this.state.lastTs) : this.#now();
   }
 
-  #header(): string {
+  #header(width: number): string {
     const p = this.#palette;
     const counts = this.state.countByStatus();
     const now = this.#time();
     const start = this.state.startTs ?? this.state.agents.values().next().value?.startTs ?? now;
     const cost = this.state.totalCost();
-    const parts = [
-      p.bold('troupe'),
-      ...(this.state.runId === undefined ? [] : [this.state.runId]),
-      ...(this.#model === undefined ? [] : [this.#model]),
-      formatDuration((this.state.endTs ?? now) - start),
-      `${this.state.agents.size} agents: ${counts.running} running, ${counts.completed} done${counts.failed > 0 ? `, ${p.red(`${counts.failed} failed`)}` : ''}${counts.cancelled > 0 ? `, ${counts.cancelled} cancelled` : ''}${counts.timed_out > 0 ? `, ${p.red(`${counts.timed_out} timed out`)}` : ''}`,
-      `${formatTokens(totalTokens(this.state.totalUsage()))} tokens`,
-      ...(cost > 0 ? [formatCost(cost)] : []),
-    ];
-    return parts.join(p.dim(' · '));
+    const status = [
+      `${this.state.agents.size} agents: ${counts.running} running`,
+      `${counts.completed} done`,
+      ...(counts.failed > 0 ? [p.red(`${counts.failed} failed`)] : []),
+      ...(counts.cancelled > 0 ? [`${counts.cancelled} cancelled`] : []),
+      ...(counts.timed_out > 0 ? [p.red(`${counts.timed_out} timed out`)] : []),
+    ].join(', ');
+    // Least important go first when the window is narrow: the model, then the run id.
+    return fitParts(
+      [
+        { text: p.bold('troupe'), drop: 2 },
+        ...(this.state.runId === undefined ? [] : [{ text: this.state.runId, drop: 3 }]),
+        ...(this.#model === undefined ? [] : [{ text: this.#model, drop: 4 }]),
+        { text: formatDuration((this.state.endTs ?? now) - start), drop: 0 },
+        { text: status, drop: 0 },
+        { text: `${formatTokens(totalTokens(this.state.totalUsage()))} tok`, drop: 0 },
+        ...(cost > 0 ? [{ text: formatCost(cost), drop: 1 }] : []),
+      ],
+      p.dim(' · '),
+      width,
+    );
   }
 
   #glyph(agent: AgentView): string {
@@ -190,23 +252,36 @@ export class LiveRenderer implements EventRenderer {
     }
   }
 
-  #tree(maxLines: number): string[] {
-    let lines = this.#treeLines(false);
-    if (lines.length > maxLines) lines = this.#treeLines(true);
+  #tree(maxLines: number, width: number): string[] {
+    let lines = this.#treeLines(false, width);
+    if (lines.length > maxLines) lines = this.#treeLines(true, width);
     if (lines.length > maxLines) {
-      // Still too tall: keep roots and failures, fill the rest in order, count what is hidden.
+      // Still too tall: keep roots and fold counts, then running agents, then
+      // failures (also listed below the tree), then the rest; count what is hidden.
       const budget = maxLines - 1;
-      const kept = new Set<TreeLine>(lines.filter((line) => line.keep).slice(0, budget));
-      for (const line of lines) {
-        if (kept.size >= budget) break;
-        kept.add(line);
+      const rank = (line: TreeLine): number =>
+        line.keep
+          ? 0
+          : line.agent?.status === 'running'
+            ? 1
+            : line.agent?.status === 'failed' || line.agent?.status === 'timed_out'
+              ? 2
+              : 3;
+      const kept = new Set<TreeLine>();
+      for (const level of [0, 1, 2, 3]) {
+        for (const line of lines) {
+          if (kept.size >= budget) break;
+          if (rank(line) === level) kept.add(line);
+        }
       }
       const hidden = lines.filter((line) => !kept.has(line));
       const running = hidden.filter((line) => line.agent?.status === 'running').length;
       lines = [
         ...lines.filter((line) => kept.has(line)),
         {
-          text: this.#palette.dim(`… ${hidden.length} more not shown (${running} running)`),
+          text: this.#palette.dim(
+            cutToWidth(`… ${hidden.length} more not shown (${running} running)`, width),
+          ),
           agent: undefined,
           keep: true,
         },
@@ -215,7 +290,7 @@ export class LiveRenderer implements EventRenderer {
     return lines.map((line) => line.text);
   }
 
-  #treeLines(fold: boolean): TreeLine[] {
+  #treeLines(fold: boolean, width: number): TreeLine[] {
     const now = this.#time();
     const p = this.#palette;
     const showCost = this.state.totalCost() > 0;
@@ -245,7 +320,10 @@ export class LiveRenderer implements EventRenderer {
         );
         entries.push({
           kind: 'fold',
-          text: `${p.dim(`${childPrefix}└─ `)}${p.green('✔')} ${p.dim(`${folded.length} finished (${completed} completed${cancelled > 0 ? `, ${cancelled} cancelled` : ''}) · ${roles} · ${formatTokens(tokens)} tok`)}`,
+          text: cutToWidth(
+            `${p.dim(`${childPrefix}└─ `)}${p.green('✔')} ${p.dim(`${folded.length} finished (${completed} completed${cancelled > 0 ? `, ${cancelled} cancelled` : ''}) · ${roles} · ${formatTokens(tokens)} tok`)}`,
+            width,
+          ),
         });
       }
     };
@@ -254,42 +332,35 @@ export class LiveRenderer implements EventRenderer {
       if (agent !== undefined) visit(agent, '', index === this.state.roots.length - 1, true);
     });
 
-    const agents = entries.filter((entry) => entry.kind === 'agent');
-    const leftWidth = Math.min(
-      Math.max(...agents.map((entry) => [...entry.guide].length + 2 + entry.agent.id.length), 12),
-      40,
-    );
-    const roleWidth = Math.min(
-      Math.max(...agents.map((entry) => (entry.agent.role ?? '').length), 4),
-      12,
-    );
-    return entries.map((entry): TreeLine => {
-      if (entry.kind === 'fold') return { text: entry.text, agent: undefined, keep: true };
+    const rows = new Map<AgentView, RowCells>();
+    for (const entry of entries) {
+      if (entry.kind !== 'agent') continue;
       const { agent, guide } = entry;
-      const own = totalTokens(agent.usage);
+      const failed = agent.status === 'failed' || agent.status === 'timed_out';
       const subtree =
         agent.children.length > 0 ? totalTokens(this.state.subtreeUsage(agent.id)) : undefined;
-      const failed = agent.status === 'failed' || agent.status === 'timed_out';
-      const activity =
-        failed && agent.error !== undefined ? `${agent.activity}: ${agent.error}` : agent.activity;
-      const cells = [
-        padToWidth(
-          `${p.dim(guide)}${this.#glyph(agent)} ${failed ? p.red(agent.id) : agent.id}`,
-          leftWidth,
-        ),
-        padToWidth(p.dim(agent.role ?? ''), roleWidth),
-        padToWidth(cutChars(oneLine(activity), 34), 34),
-        padToWidth(`${agent.steps} step${agent.steps === 1 ? '' : 's'}`, 8),
-        padToWidth(`${formatTokens(own)} tok`, 9),
-        padToWidth(subtree === undefined ? '' : `Σ ${formatTokens(subtree)}`, 8),
-        ...(showCost ? [padToWidth(formatCost(this.state.subtreeCost(agent.id)), 8)] : []),
-        padToWidth(formatDuration((agent.endTs ?? now) - agent.startTs), 7),
-        agent.progress === undefined ? '' : p.dim(cutChars(oneLine(agent.progress), 60)),
-      ];
+      rows.set(agent, {
+        left: `${p.dim(guide)}${this.#glyph(agent)} ${failed ? p.red(agent.id) : agent.id}`,
+        role: p.dim(agent.role ?? ''),
+        // A failure's reason is in the failures section, in full.
+        activity: oneLine(agent.activity),
+        steps: `${agent.steps} step${agent.steps === 1 ? '' : 's'}`,
+        tokens: `${formatTokens(totalTokens(agent.usage))} tok`,
+        subtree: subtree === undefined ? '' : `Σ ${formatTokens(subtree)}`,
+        cost: showCost ? formatCost(this.state.subtreeCost(agent.id)) : '',
+        time: formatDuration((agent.endTs ?? now) - agent.startTs),
+        progress: agent.progress === undefined ? '' : p.dim(oneLine(agent.progress)),
+      });
+    }
+    const plan = planColumns([...rows.values()], width);
+    return entries.map((entry): TreeLine => {
+      if (entry.kind === 'fold') return { text: entry.text, agent: undefined, keep: true };
+      const { agent } = entry;
+      const row = rows.get(agent);
       return {
-        text: cells.join(' ').trimEnd(),
+        text: row === undefined ? '' : fitRow(row, plan),
         agent,
-        keep: failed || agent.parentId === undefined,
+        keep: agent.parentId === undefined,
       };
     });
   }

@@ -6,7 +6,7 @@ import {
   formatTokens,
   type RunState,
 } from './run-state.js';
-import { type Palette, padToWidth } from './terminal.js';
+import { oneLine, type Palette, padToWidth, wrapText } from './terminal.js';
 
 interface Row {
   cells: string[];
@@ -29,7 +29,11 @@ function table(header: string[], rows: readonly Row[]): string[] {
  * same): the outcome and wall time, then agents by role and status with their
  * tokens, cost and agent time.
  */
-export function summaryLines(state: RunState, palette: Palette): string[] {
+export function summaryLines(
+  state: RunState,
+  palette: Palette,
+  width: number | undefined = undefined,
+): string[] {
   const agents = [...state.agents.values()];
   const counts = state.countByStatus();
   const end = state.endTs ?? state.lastTs;
@@ -97,12 +101,20 @@ export function summaryLines(state: RunState, palette: Palette): string[] {
   return [
     palette.bold(headline),
     ...lines.map((line, index) => (index === 0 ? palette.dim(`  ${line}`) : `  ${line}`)),
-    ...failureLines(agents, palette),
+    ...failureLines(agents, palette, width),
   ];
 }
 
-// Each agent that failed or timed out, with its whole reason (every line of it, indented).
-function failureLines(agents: readonly AgentView[], palette: Palette): string[] {
+/**
+ * Each agent that failed or timed out, with its whole reason (every line of
+ * it, indented; the end of a reason often says how to fix it: "Rerun with
+ * --allow …"), word-wrapped to `width` when given (a terminal).
+ */
+function failureLines(
+  agents: readonly AgentView[],
+  palette: Palette,
+  width: number | undefined,
+): string[] {
   const failed = agents.filter(
     (agent) => agent.status === 'failed' || agent.status === 'timed_out',
   );
@@ -112,8 +124,10 @@ function failureLines(agents: readonly AgentView[], palette: Palette): string[] 
   ];
   for (const agent of failed) {
     const [first = '', ...rest] = (agent.error ?? 'no reason was given').split('\n');
-    lines.push(`  ${palette.red(agent.id)} ${agent.status.replace('_', ' ')}: ${first}`);
-    for (const line of rest) lines.push(`    ${line}`);
+    const wrap = (text: string): string[] =>
+      width === undefined ? [text] : wrapText(text, width, '    ');
+    lines.push(...wrap(`  ${palette.red(agent.id)} ${agent.status.replace('_', ' ')}: ${first}`));
+    for (const line of rest) lines.push(...wrap(`    ${line}`));
   }
   return lines;
 }

@@ -164,9 +164,19 @@ export class FrameWriter {
   readonly #output: TerminalOutput;
   #height = 0;
   #cursorHidden = false;
+  #size = '';
 
   constructor(output: TerminalOutput) {
     this.#output = output;
+  }
+
+  /** True when the window changed size since the last frame (the frame must be redrawn). */
+  get resized(): boolean {
+    return this.#height > 0 && this.#size !== this.#currentSize();
+  }
+
+  #currentSize(): string {
+    return `${this.#output.columns || 80}x${this.#output.rows || 24}`;
   }
 
   /** Replaces the previous frame with `lines`. */
@@ -175,7 +185,14 @@ export class FrameWriter {
     const width = Math.max((this.#output.columns || 80) - 1, 1);
     let text = this.#cursorHidden ? '' : HIDE_CURSOR;
     this.#cursorHidden = true;
-    if (this.#height > 0) text += `\u001b[${this.#height}F`;
+    if (this.#height > 0 && this.resized) {
+      // After a resize a terminal may have re-wrapped the old frame, so its
+      // height on screen is unknown: redraw from the top of the window.
+      text += '\u001b[H\u001b[J';
+    } else if (this.#height > 0) {
+      text += `\u001b[${this.#height}F`;
+    }
+    this.#size = this.#currentSize();
     for (const line of lines) text += `${cutToWidth(line, width)}${CLEAR_LINE_END}\n`;
     text += CLEAR_BELOW;
     this.#height = lines.length;
@@ -194,4 +211,48 @@ export class FrameWriter {
     this.#cursorHidden = false;
     this.#height = 0;
   }
+}
+
+/**
+ * Word-wraps one line of text to `width` columns; continuation lines start
+ * with `indent`. A word longer than a line is cut into pieces that fit.
+ */
+export function wrapText(text: string, width: number, indent = ''): string[] {
+  const room = Math.max(width, displayWidth(indent) + 4);
+  const out: string[] = [];
+  let current = '';
+  const push = (word: string): void => {
+    const lead = out.length === 0 && current === '' ? '' : current === '' ? indent : '';
+    const candidate = current === '' ? `${lead}${word}` : `${current} ${word}`;
+    if (displayWidth(candidate) <= room) {
+      current = candidate;
+      return;
+    }
+    if (current !== '') {
+      out.push(current);
+      current = '';
+      push(word);
+      return;
+    }
+    // A word wider than the line: cut it into pieces.
+    let rest = word;
+    let piece = lead;
+    for (const char of rest) {
+      if (displayWidth(piece + char) > room) {
+        out.push(piece);
+        piece = indent;
+      }
+      piece += char;
+    }
+    rest = '';
+    current = piece;
+  };
+  // The first line keeps its leading spaces (an indented list entry).
+  current = /^\s*/.exec(text)?.[0] ?? '';
+  const words = text.split(/\s+/).filter((part) => part !== '');
+  const [first, ...rest] = words;
+  if (first !== undefined) current += first;
+  for (const word of rest) push(word);
+  if (current !== '' || out.length === 0) out.push(current);
+  return out;
 }

@@ -60,9 +60,10 @@ describe('LiveRenderer', () => {
       /^├─ \S researcher-1 +researcher +answered .*2\.5k tok.*read 1 of 1 documents$/,
     );
     expect(frame.find((line) => line.includes('researcher-2'))).toContain('✖ researcher-2');
-    expect(frame.find((line) => line.includes('researcher-2'))).toContain(
-      'The model failed: HTTP 500',
-    );
+    // The reason is in the failures section, under the tree.
+    const failures = frame.indexOf('── failures (1) ──');
+    expect(failures).toBeGreaterThan(0);
+    expect(frame[failures + 1]).toContain('✖ researcher-2: The model failed: HTTP 500');
     expect(frame.find((line) => line.startsWith('└─'))).toContain(
       'reading findings from researcher-1',
     );
@@ -77,10 +78,15 @@ describe('LiveRenderer', () => {
     const frame = renderer.frame();
     expect(frame.length).toBeLessThanOrEqual(output.rows - 1);
     expect(frame.some((line) => /└─ ✔ 239 finished \(239 completed\)/.test(line))).toBe(true);
-    for (const id of [40, 80, 120, 160, 200, 240]) {
-      expect(frame.some((line) => line.includes(`✖ researcher-${id} `))).toBe(true);
+    // Failures are listed under the tree (the newest; the summary has them all).
+    expect(frame).toContain('── failures (6, 2 more in the summary) ──');
+    for (const id of [120, 160, 200, 240]) {
+      expect(frame.some((line) => line.startsWith(`✖ researcher-${id}: boom ${id}`))).toBe(true);
     }
-    expect(frame.some((line) => line.includes('researcher-250'))).toBe(true);
+    // Running agents come before finished ones when not all fit.
+    for (const id of [246, 247, 248, 249, 250]) {
+      expect(frame.some((line) => line.includes(`researcher-${id} `))).toBe(true);
+    }
   });
 
   it('redraws at a bounded rate however many events arrive', () => {
@@ -113,5 +119,45 @@ describe('LiveRenderer', () => {
         expect(displayWidth(line)).toBeLessThanOrEqual(100);
       }
     }
+  });
+
+  it('renders the same state at 200, 120, 80 and 60 columns, dropping the least important columns first', () => {
+    const events = sampleRun();
+    const last = events[events.length - 4]!;
+    const frames = new Map<number, string[]>();
+    for (const columns of [200, 120, 80, 60]) {
+      const output = new FakeTerminal({ isTTY: true, columns, rows: 30 });
+      const renderer = new LiveRenderer({ output, env: {}, color: false, now: () => last.ts });
+      for (const event of events.slice(0, -3)) renderer.handle(event);
+      const frame = renderer.frame();
+      frames.set(columns, frame);
+      for (const line of frame) expect(displayWidth(line)).toBeLessThan(columns);
+      const rows = frame.filter(
+        (line) => /(coordinator|researcher-\d|analyst-\d) /.test(line) && /[✔✖⠋-⠿◌]/.test(line),
+      );
+      expect(rows.length).toBeGreaterThanOrEqual(4);
+      // Never dropped: status, id, tokens and time.
+      for (const row of rows.slice(0, 4)) {
+        expect(row).toMatch(/\d+(\.\d)?k? tok/);
+        expect(row).toMatch(/\d+(\.\d)?(ms|s)\b/);
+      }
+      expect(frame[0]).toContain('4 agents: 3 running');
+    }
+    const row = (columns: number, id: string): string =>
+      frames.get(columns)?.find((line) => line.includes(`${id} `)) ?? '';
+    // Wide: everything, the progress note in full.
+    expect(row(200, 'researcher-1')).toMatch(
+      /researcher +answered .*\d+ steps? .*2\.5k tok.*read 1 of 1 documents$/,
+    );
+    expect(row(200, 'coordinator')).toContain('Σ 3.5k');
+    // 120: still every column, the activity not padded past its longest text.
+    expect(row(120, 'researcher-1')).toContain('read 1 of 1 documents');
+    // 80: the progress note goes first; every number stays.
+    expect(row(80, 'researcher-1')).not.toContain('read 1 of');
+    expect(row(80, 'researcher-1')).toMatch(/researcher +answered +\d+ steps/);
+    expect(row(80, 'coordinator')).toContain('Σ 3.5k');
+    // 60: the role goes too; the subtree total stays while it fits.
+    expect(row(60, 'researcher-1')).not.toMatch(/researcher-1 +researcher/);
+    expect(frames.get(60)?.[0]).not.toContain('offline');
   });
 });

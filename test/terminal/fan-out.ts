@@ -14,6 +14,8 @@ export interface FanOut {
   answer: string;
   /** A sub-agent's reply to its task (default "Done: <task>"). */
   reply?: (task: string) => string;
+  /** How long each sub-agent's model call takes (default 0), so a test sees the run live. */
+  delayMs?: number;
 }
 
 function text(content: unknown): string {
@@ -40,7 +42,11 @@ export function startFanOutServer(fanOut: FanOut): Promise<MockOpenAIServer> {
           : openaiReply({ toolCalls: [{ name: 'delegate', arguments: { tasks: fanOut.tasks } }] });
       }
       const task = text(messages.find((message) => message.role === 'user')?.content);
-      return openaiReply({ content: fanOut.reply?.(task) ?? `Done: ${task}` });
+      return openaiReply({
+        content: fanOut.reply?.(task) ?? `Done: ${task}`,
+        usage: { prompt: 1200, completion: 300 },
+        ...(fanOut.delayMs === undefined ? {} : { delayMs: fanOut.delayMs }),
+      });
     },
   });
 }
