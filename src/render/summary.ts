@@ -6,7 +6,7 @@ import {
   formatTokens,
   type RunState,
 } from './run-state.js';
-import { oneLine, type Palette, padToWidth, wrapText } from './terminal.js';
+import { type Palette, padToWidth, wrapText } from './terminal.js';
 
 interface Row {
   cells: string[];
