@@ -72,7 +72,7 @@ describe.runIf(hasPython())('the live view in a window of any size (pty)', () =>
     const header = transcript.findLastIndex((line) => / agents: \d+ running/.test(line));
     const last = transcript.slice(header);
     expect(last.filter((line) => line.includes('── recent ──'))).toHaveLength(1);
-    const summary = last.findIndex((line) => /^Run \S+ completed/.test(line));
+    const summary = last.findIndex((line) => /^Run \S+ (completed|partial)/.test(line));
     expect(summary).toBeGreaterThan(0);
     for (const line of last.slice(0, summary)) expect(displayWidth(line)).toBeLessThan(60);
   }, 120_000);
