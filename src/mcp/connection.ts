@@ -1,4 +1,4 @@
-import { realpathSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -6,7 +6,8 @@ import type { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdi
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { errorMessage, isTroupeError, TroupeError } from '../errors.js';
 import { resolveProgram } from '../tools/builtin/run-process.js';
-import { bwrapArgs, requireSandbox } from '../tools/os-sandbox.js';
+import { bwrapArgs, programMount, requireSandbox } from '../tools/os-sandbox.js';
+import { existingProtectedPaths } from '../tools/protected-paths.js';
 import { scrubEnv } from '../tools/scrub-env.js';
 import type { PermissionTier } from '../tools/tool.js';
 import {
@@ -274,17 +275,26 @@ export class McpConnection {
     if (this.#options.unsafeNoSandbox === true) {
       transport = new StdioClientTransport({ command: program, args, env, cwd, stderr: 'pipe' });
     } else {
-      const bwrap = await requireSandbox(where);
+      const sandbox = await requireSandbox(where);
       const real = realpathSync(workspace);
+      const programFolder = programMount(program);
       transport = new StdioClientTransport({
-        command: bwrap,
+        command: sandbox.bwrapPath,
+        // A long-lived server: the filesystem view of the exec tools, its protected paths
+        // read-only, but the host's network when granted and no CPU-time limit (SECURITY.md).
         args: bwrapArgs({
           program,
           args,
           workspace: real,
           cwd,
           env,
-          allowNetwork: this.#options.grants.includes('network'),
+          writable: [real],
+          readOnlyOver: existingProtectedPaths(real),
+          readOnly: [
+            ...(programFolder === undefined ? [] : [programFolder]),
+            ...configuredFolders(args, real),
+          ],
+          shareNetwork: this.#options.grants.includes('network'),
         }),
         env,
         cwd,
@@ -301,4 +311,23 @@ export class McpConnection {
     const tail = this.#stderr.trim();
     return tail === '' ? '' : `; its stderr ends: ${tail.slice(-500)}`;
   }
+}
+
+/**
+ * Folders outside the workspace that a server's configured arguments name
+ * (the user's own config, so trusted): an existing absolute path is mounted
+ * read-only in the sandbox, from its enclosing node_modules when it lies in
+ * one (so its dependencies resolve), else its folder.
+ */
+function configuredFolders(args: readonly string[], workspace: string): string[] {
+  const folders: string[] = [];
+  for (const arg of args) {
+    if (!path.isAbsolute(arg) || !existsSync(arg)) continue;
+    const real = realpathSync(arg);
+    if (real === workspace || real.startsWith(`${workspace}${path.sep}`)) continue;
+    const parts = real.split(path.sep);
+    const at = parts.indexOf('node_modules');
+    folders.push(at > 0 ? parts.slice(0, at + 1).join(path.sep) : path.dirname(real));
+  }
+  return folders;
 }

@@ -33,6 +33,7 @@ export function hostConfigOf(runId: string, options: RuntimeOptions): HostConfig
     hasApprove: options.approve !== undefined,
     ...(isolatesTools(options) ? { isolateTools: true } : {}),
     ...(options.unsafeNoSandbox === true ? { unsafeNoSandbox: true } : {}),
+    ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox }),
   };
 }
 

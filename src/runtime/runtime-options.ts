@@ -6,6 +6,7 @@ import type { McpServers } from '../mcp/config.js';
 import type { ModelSpec } from '../model/model.js';
 import { ModelSpecSchema } from '../model/spec.js';
 import type { AnyRole } from '../roles/role.js';
+import { type SandboxPolicy, SandboxPolicySchema } from '../tools/sandbox-policy.js';
 import { type ApprovalRequest, type PermissionTier, PermissionTierSchema } from '../tools/tool.js';
 import type { TreeBudgetLimits } from './budget/tree-budget.js';
 import type { ModelPrice } from './budget/usage-ledger.js';
@@ -58,6 +59,8 @@ export interface RuntimeOptions {
    * (bubblewrap), where none can start. Unsafe: only for commands you trust.
    */
   unsafeNoSandbox?: boolean | undefined;
+  /** Resource limits, protected-path writes and egress domains for the tools (default: safe defaults). */
+  sandbox?: SandboxPolicy | undefined;
   /** The environment models and tools see (default process.env). */
   env?: NodeJS.ProcessEnv | undefined;
   /** Where actors run (default worker threads on this machine). */
@@ -149,6 +152,7 @@ const RuntimeOptionsSchema = z.object({
   toolTimeoutMs: positive.optional(),
   blockedThreadMs: positive.optional(),
   toolThreadLimits: threadLimits.optional(),
+  sandbox: SandboxPolicySchema.optional(),
 });
 
 /**

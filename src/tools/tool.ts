@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { TroupeError } from '../errors.js';
 import type { ToolSchema } from '../model/types.js';
+import type { SandboxPolicy } from './sandbox-policy.js';
 
 /** The permission tiers a run grants and a tool needs. */
 export const PermissionTierSchema = z.enum(['read', 'write', 'exec', 'network']);
@@ -41,6 +42,8 @@ export interface ToolContext {
   env?: NodeJS.ProcessEnv | undefined;
   /** Run exec tools without the OS sandbox. Only set from an explicit, loudly named opt-out. */
   unsafeNoSandbox?: boolean | undefined;
+  /** Limits, protected-path writes and egress domains for this run (default: the safe defaults). */
+  sandbox?: SandboxPolicy | undefined;
 }
 
 /** A tool: what the model sees (name, description, JSON Schema) and what runs. */

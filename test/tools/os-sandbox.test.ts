@@ -2,7 +2,15 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isTroupeError } from '../../src/errors.js';
-import { bwrapArgs, probeSandbox, requireSandbox } from '../../src/tools/os-sandbox.js';
+import {
+  bwrapArgs,
+  DEFAULT_EXEC_LIMITS,
+  defaultHiddenPaths,
+  prlimitArgs,
+  probeSandbox,
+  programMount,
+  requireSandbox,
+} from '../../src/tools/os-sandbox.js';
 import { createWorld, type World } from './harness.js';
 
 let world: World;
@@ -20,42 +28,78 @@ describe('bwrapArgs', () => {
     env: { PATH: '/usr/bin', HOME: '/nonexistent-home' },
   };
 
-  it('mounts the root read-only, /tmp private and the workspace writable, in that order', () => {
+  it('mounts system folders read-only, never the whole root, and the workspace read-only by default', () => {
     const args = bwrapArgs(spec);
     const joined = args.join(' ');
-    expect(joined).toContain('--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp');
-    expect(joined.indexOf('--bind /work/ws /work/ws')).toBeGreaterThan(
+    expect(joined).toContain('--ro-bind /usr /usr');
+    expect(joined).not.toContain('--ro-bind / /');
+    expect(joined).not.toMatch(/--(?:ro-)?bind (?:\/home|\/root|\/var|\/opt|\/srv|\/mnt|\/run) /);
+    expect(joined).toContain('--ro-bind /work/ws /work/ws');
+    expect(joined).not.toContain('--bind /work/ws /work/ws');
+    expect(joined.indexOf('--ro-bind /work/ws /work/ws')).toBeGreaterThan(
       joined.indexOf('--tmpfs /tmp'),
     );
   });
 
-  it('unshares PID (fresh /proc) and network, dies with the parent and clears the environment', () => {
+  it('mounts writable folders, then protected paths read-only on top of them', () => {
+    const joined = bwrapArgs({
+      ...spec,
+      writable: ['/work/ws'],
+      readOnlyOver: ['/work/ws/.git'],
+    }).join(' ');
+    expect(joined.indexOf('--ro-bind /work/ws/.git /work/ws/.git')).toBeGreaterThan(
+      joined.indexOf('--bind /work/ws /work/ws'),
+    );
+  });
+
+  it('unshares every namespace (network too), runs as a non-root user, dies with the parent and clears the environment', () => {
     const args = bwrapArgs(spec);
     for (const flag of [
-      '--unshare-pid',
-      '--unshare-net',
+      '--unshare-all',
+      '--unshare-user',
+      '--disable-userns',
       '--die-with-parent',
       '--new-session',
       '--clearenv',
     ]) {
       expect(args).toContain(flag);
     }
+    expect(args).not.toContain('--share-net');
+    expect(args[args.indexOf('--uid') + 1]).not.toBe('0');
     expect(args.join(' ')).toContain('--setenv PATH /usr/bin');
+    expect(args.join(' ')).toContain('--setenv HOME /tmp/home');
     expect(args.slice(-5)).toEqual(['--chdir', '/work/ws/sub', '--', '/usr/bin/ls', '-la']);
   });
 
-  it('keeps the network when the network tier is granted', () => {
-    expect(bwrapArgs({ ...spec, allowNetwork: true })).not.toContain('--unshare-net');
+  it('keeps the host network only when asked (stdio MCP servers)', () => {
+    expect(bwrapArgs({ ...spec, shareNetwork: true })).toContain('--share-net');
   });
 
-  it('hides credential files and folders under HOME', async () => {
+  it('wraps the program in prlimit with every limit, and sizes the private /tmp', () => {
+    const args = bwrapArgs({ ...spec, prlimitPath: '/usr/bin/prlimit' });
+    const at = args.indexOf('/usr/bin/prlimit');
+    expect(args.slice(at + 1, at + 6)).toEqual(prlimitArgs(DEFAULT_EXEC_LIMITS));
+    expect(args.slice(at + 6)).toEqual(['--', '/usr/bin/ls', '-la']);
+    expect(args.join(' ')).toContain(`--size ${DEFAULT_EXEC_LIMITS.tmpBytes} --tmpfs /tmp`);
+  });
+
+  it('hides credential files and folders when a mount would show them', async () => {
     const home = path.join(world.base, 'home');
     await mkdir(path.join(home, '.ssh'), { recursive: true });
     await writeFile(path.join(home, '.netrc'), 'machine x password y');
-    const args = bwrapArgs({ ...spec, env: { HOME: home } }).join(' ');
+    const hiddenPaths = defaultHiddenPaths(home);
+    const args = bwrapArgs({ ...spec, workspace: home, cwd: home, hiddenPaths }).join(' ');
     expect(args).toContain(`--tmpfs ${path.join(home, '.ssh')}`);
     expect(args).toContain(`--ro-bind /dev/null ${path.join(home, '.netrc')}`);
     expect(args).not.toContain('.aws');
+    expect(bwrapArgs({ ...spec, hiddenPaths }).join(' ')).not.toContain('.ssh');
+  });
+
+  it('mounts the installation folder of a program outside /usr, read-only', () => {
+    expect(programMount('/usr/bin/env')).toBeUndefined();
+    expect(bwrapArgs({ ...spec, readOnly: ['/opt/node'] }).join(' ')).toContain(
+      '--ro-bind /opt/node /opt/node',
+    );
   });
 });
 

@@ -20,11 +20,14 @@ import { createRedactor } from '../../util/redact.js';
 import { captureWarnings } from '../../util/warnings.js';
 import { type CliIo, EXIT, exitWith } from '../context.js';
 import {
+  addSandboxOptions,
   type ProviderFlags,
   parseAllow,
   parsePositiveInteger,
   resolveFolder,
   resolveModelSpec,
+  type SandboxFlags,
+  sandboxPolicyOf,
 } from './options.js';
 
 /** Chat grants no write by default: the agent would write straight into the workspace. */
@@ -34,7 +37,7 @@ export const CHAT_DEFAULT_GRANTS: readonly PermissionTier[] = DEFAULT_GRANTS.fil
 
 const EXIT_WORDS = new Set(['exit', 'quit', ':q', '/exit', '/quit']);
 
-interface ChatFlags extends ProviderFlags {
+interface ChatFlags extends ProviderFlags, SandboxFlags {
   workspace: string;
   allow?: PermissionTier[] | undefined;
   maxSteps?: number | undefined;
@@ -82,7 +85,7 @@ class LineReader {
 
 /** `troupe chat`: one agent with the built-in tools the granted tiers allow, history kept across turns. */
 export function registerChatCommand(program: Command, io: CliIo): void {
-  program
+  const command = program
     .command('chat')
     .description(
       'talk to one agent with the built-in tools the granted tiers allow; exit, quit, end of input or Ctrl-C leave',
@@ -102,10 +105,10 @@ export function registerChatCommand(program: Command, io: CliIo): void {
     .option('--max-steps <n>', 'model calls per turn (default 10)', parsePositiveInteger)
     .option('--approve', 'ask y/n before risky actions (writes, shell, python)')
     .option('--unsafe-no-sandbox', 'UNSAFE: run shell and python without the OS sandbox')
-    .option('--mcp <file>', 'MCP servers (mcpServers JSON) whose tools the agent gets, as granted')
-    .action(async (flags: ChatFlags) => {
-      exitWith(await runChat(io, flags));
-    });
+    .option('--mcp <file>', 'MCP servers (mcpServers JSON) whose tools the agent gets, as granted');
+  addSandboxOptions(command).action(async (flags: ChatFlags) => {
+    exitWith(await runChat(io, flags));
+  });
 }
 
 async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
@@ -113,6 +116,7 @@ async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
   const cwd = io.cwd ?? process.cwd();
   const workspace = resolveFolder(cwd, flags.workspace, '--workspace');
   const grants = flags.allow ?? [...CHAT_DEFAULT_GRANTS];
+  const sandbox = sandboxPolicyOf(flags);
   // report_progress speaks to a supervisor; in a chat the person reads the answer itself.
   const names = builtinToolNames.filter(
     (name) =>
@@ -171,6 +175,7 @@ async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
       env: io.env,
       ...(approve === undefined ? {} : { approve }),
       ...(flags.unsafeNoSandbox === true ? { unsafeNoSandbox: true } : {}),
+      ...(sandbox === undefined ? {} : { sandbox }),
     },
   });
 

@@ -1,12 +1,13 @@
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { InvalidArgumentError } from 'commander';
+import { type Command, InvalidArgumentError } from 'commander';
 import { z } from 'zod';
 import { errorMessage, TroupeError } from '../../errors.js';
 import { type ModelSpec, ModelSpecSchema } from '../../model/model.js';
 import { type AnyRole, isRole } from '../../roles/role.js';
 import { parseTiers } from '../../tools/permissions.js';
+import type { ExecLimitsOverride, SandboxPolicy } from '../../tools/sandbox-policy.js';
 import type { PermissionTier } from '../../tools/tool.js';
 import { usageError } from '../context.js';
 
@@ -166,4 +167,104 @@ export async function loadRoles(cwd: string, file: string): Promise<AnyRole[]> {
     );
   }
   return [...new Map(roles.map((role) => [role.name, role])).values()];
+}
+
+/** The sandbox flags shared by run and chat. */
+export interface SandboxFlags {
+  allowProtectedWrites?: boolean | undefined;
+  execLimit?: ExecLimitsOverride | undefined;
+  allowDomain?: string[] | undefined;
+}
+
+const LIMIT_NAMES: Readonly<Record<string, keyof ExecLimitsOverride>> = {
+  memory: 'memoryBytes',
+  processes: 'processes',
+  'file-size': 'fileSizeBytes',
+  cpu: 'cpuSeconds',
+  'open-files': 'openFiles',
+  tmp: 'tmpBytes',
+  output: 'outputBytes',
+};
+
+const BYTE_UNITS: Readonly<Record<string, number>> = {
+  '': 1,
+  k: 1024,
+  m: 1024 ** 2,
+  g: 1024 ** 3,
+};
+
+/**
+ * Parses one `--exec-limit name=value` (repeatable) into the limits so far:
+ * memory, file-size, tmp and output take bytes with k/m/g suffixes (`2g`),
+ * cpu takes seconds (`90`, `90s`, `2m`), processes and open-files counts.
+ */
+export function parseExecLimit(
+  value: string,
+  previous: ExecLimitsOverride | undefined,
+): ExecLimitsOverride {
+  const match = /^\s*([a-z-]+)\s*=\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(value);
+  const key = match === null ? undefined : LIMIT_NAMES[match[1]?.toLowerCase() ?? ''];
+  const names = Object.keys(LIMIT_NAMES).join(', ');
+  if (match === null || key === undefined) {
+    throw new InvalidArgumentError(
+      `expected name=value with a name among ${names}, e.g. --exec-limit memory=1g (got "${value}").`,
+    );
+  }
+  const amount = Number(match[2]);
+  const unit = (match[3] ?? '').toLowerCase().replace(/i?b$/, '');
+  let parsed: number | undefined;
+  if (key === 'cpuSeconds') {
+    parsed = unit === '' || unit === 's' ? amount : unit === 'm' ? amount * 60 : undefined;
+  } else if (key === 'processes' || key === 'openFiles') {
+    parsed = unit === '' && Number.isInteger(amount) ? amount : undefined;
+  } else {
+    const factor = BYTE_UNITS[unit];
+    parsed = factor === undefined ? undefined : Math.floor(amount * factor);
+  }
+  if (parsed === undefined || parsed <= 0) {
+    throw new InvalidArgumentError(
+      `cannot read "${value}": memory, file-size, tmp and output take bytes (512m, 2g), cpu takes seconds (90, 2m), processes and open-files a whole number.`,
+    );
+  }
+  return { ...previous, [key]: parsed };
+}
+
+/** Collects a repeatable `--allow-domain <pattern>`: `example.com` or `*.example.com`. */
+export function parseAllowDomain(value: string, previous: string[] | undefined): string[] {
+  const pattern = value.trim().toLowerCase();
+  if (!/^(?:\*\.)?[a-z0-9-]+(?:\.[a-z0-9-]+)*$/.test(pattern)) {
+    throw new InvalidArgumentError(
+      `"${value}" is not a host name pattern; give example.com or *.example.com.`,
+    );
+  }
+  return [...(previous ?? []), pattern];
+}
+
+/** Adds --allow-protected-writes, --exec-limit and --allow-domain to a command. */
+export function addSandboxOptions(command: Command): Command {
+  return command
+    .option(
+      '--allow-protected-writes',
+      'let tools change files other programs run on their own (.git, .envrc, .vscode, CI files …); see docs/SECURITY.md',
+    )
+    .option(
+      '--exec-limit <name=value>',
+      'a resource limit for shell and python (repeatable): memory=2g, processes=256, file-size=256m, cpu=120, open-files=1024, tmp=256m, output=200k',
+      parseExecLimit,
+    )
+    .option(
+      '--allow-domain <pattern>',
+      'hosts fetch_url and exec egress may reach (repeatable): example.com or *.example.com; default any public host',
+      parseAllowDomain,
+    );
+}
+
+/** The sandbox policy of the flags, or undefined when they set nothing. */
+export function sandboxPolicyOf(flags: SandboxFlags): SandboxPolicy | undefined {
+  const policy: SandboxPolicy = {
+    ...(flags.allowProtectedWrites === true ? { allowProtectedWrites: true } : {}),
+    ...(flags.execLimit === undefined ? {} : { limits: flags.execLimit }),
+    ...(flags.allowDomain === undefined ? {} : { allowDomains: flags.allowDomain }),
+  };
+  return Object.keys(policy).length === 0 ? undefined : policy;
 }

@@ -14,6 +14,7 @@ import { createNatsTransport, type NatsRunOptions } from '../../runtime/nats-set
 import { Runtime } from '../../runtime/runtime.js';
 import type { RuntimeOptions } from '../../runtime/runtime-options.js';
 import { DEFAULT_GRANTS } from '../../tools/permissions.js';
+import type { SandboxPolicy } from '../../tools/sandbox-policy.js';
 import type { ApprovalRequest, PermissionTier } from '../../tools/tool.js';
 import { createRunId } from '../../util/ids.js';
 import { createRedactor } from '../../util/redact.js';
@@ -31,6 +32,7 @@ import {
 import { createPriceFunction, loadPriceTable } from '../prices.js';
 import { OTEL_FLAG_HELP, startRunObservers } from './observe.js';
 import {
+  addSandboxOptions,
   loadRoles,
   type ProviderFlags,
   parseAllow,
@@ -39,6 +41,8 @@ import {
   parseTokenCount,
   resolveFolder,
   resolveModelSpec,
+  type SandboxFlags,
+  sandboxPolicyOf,
 } from './options.js';
 
 /** Everything a job run needs, resolved from flags (run) or fixed (demo). */
@@ -62,6 +66,8 @@ export interface JobSettings {
   env: NodeJS.ProcessEnv;
   /** Run the sub-agents' shell and python without the OS sandbox (`--unsafe-no-sandbox`). */
   unsafeNoSandbox?: boolean | undefined;
+  /** Limits, protected-path writes and egress domains (`--exec-limit`, `--allow-protected-writes`, `--allow-domain`). */
+  sandbox?: SandboxPolicy | undefined;
   /** US dollars per million tokens by model name (`--prices`); cost shows where known. */
   prices?: Readonly<Record<string, ModelPrice>> | undefined;
   /** MCP servers by name (`--mcp <config.json>`). */
@@ -72,7 +78,7 @@ export interface JobSettings {
   nats?: string | undefined;
 }
 
-interface RunFlags extends ProviderFlags {
+interface RunFlags extends ProviderFlags, SandboxFlags {
   roles?: string | undefined;
   threads?: number | undefined;
   maxSteps?: number | undefined;
@@ -94,7 +100,7 @@ interface RunFlags extends ProviderFlags {
 
 /** `troupe run "<task>"`: a coordinator splits the task among sub-agents; watch it live. */
 export function registerRunCommand(program: Command, io: CliIo): void {
-  program
+  const command = program
     .command('run')
     .description('run a task: a coordinator splits it among sub-agents that work in parallel')
     .argument('[task]', 'what to do (optional with --resume: the original task is reused)')
@@ -142,38 +148,39 @@ export function registerRunCommand(program: Command, io: CliIo): void {
     .option(
       '--unsafe-no-sandbox',
       "run the sub-agents' shell and python WITHOUT the OS sandbox (bubblewrap); only where none can start",
-    )
-    .action(async (task: string | undefined, flags: RunFlags) => {
-      const cwd = io.cwd ?? process.cwd();
-      if (task === undefined && flags.resume === undefined) {
-        throw usageError(
-          'troupe run needs a task, e.g. troupe run "Compare the reports in docs/" (or --resume <runId>).',
-        );
-      }
-      if (task !== undefined && task.trim() === '') throw usageError('The task is empty.');
-      const settings: JobSettings = {
-        task,
-        spec: resolveModelSpec(flags, io.env),
-        workspace: resolveFolder(cwd, flags.workspace, '--workspace'),
-        out: resolve(cwd, flags.out),
-        grants: flags.allow ?? [...DEFAULT_GRANTS],
-        roles: flags.roles === undefined ? [] : await loadRoles(cwd, flags.roles),
-        threads: flags.threads,
-        maxSteps: flags.maxSteps,
-        budgetTokens: flags.budget,
-        timeoutMs: flags.timeout,
-        resume: flags.resume,
-        mode: chooseOutputMode(io, flags),
-        approve: flags.approve === true,
-        env: io.env,
-        unsafeNoSandbox: flags.unsafeNoSandbox === true,
-        prices: flags.prices === undefined ? undefined : loadPriceTable(cwd, flags.prices),
-        mcp: flags.mcp === undefined ? undefined : loadMcpConfig(resolve(cwd, flags.mcp)),
-        otel: flags.otel === true,
-        nats: flags.nats,
-      };
-      exitWith(await executeJob(io, settings));
-    });
+    );
+  addSandboxOptions(command).action(async (task: string | undefined, flags: RunFlags) => {
+    const cwd = io.cwd ?? process.cwd();
+    if (task === undefined && flags.resume === undefined) {
+      throw usageError(
+        'troupe run needs a task, e.g. troupe run "Compare the reports in docs/" (or --resume <runId>).',
+      );
+    }
+    if (task !== undefined && task.trim() === '') throw usageError('The task is empty.');
+    const settings: JobSettings = {
+      task,
+      spec: resolveModelSpec(flags, io.env),
+      workspace: resolveFolder(cwd, flags.workspace, '--workspace'),
+      out: resolve(cwd, flags.out),
+      grants: flags.allow ?? [...DEFAULT_GRANTS],
+      roles: flags.roles === undefined ? [] : await loadRoles(cwd, flags.roles),
+      threads: flags.threads,
+      maxSteps: flags.maxSteps,
+      budgetTokens: flags.budget,
+      timeoutMs: flags.timeout,
+      resume: flags.resume,
+      mode: chooseOutputMode(io, flags),
+      approve: flags.approve === true,
+      env: io.env,
+      unsafeNoSandbox: flags.unsafeNoSandbox === true,
+      sandbox: sandboxPolicyOf(flags),
+      prices: flags.prices === undefined ? undefined : loadPriceTable(cwd, flags.prices),
+      mcp: flags.mcp === undefined ? undefined : loadMcpConfig(resolve(cwd, flags.mcp)),
+      otel: flags.otel === true,
+      nats: flags.nats,
+    };
+    exitWith(await executeJob(io, settings));
+  });
 }
 
 // What became of the agents, as counted from their agent.finished events: "51 agents cancelled, 2 completed".
@@ -237,6 +244,7 @@ export function jobRuntimeOptions(
     results: { dir: join(run.runDir, 'results'), reuse: settings.resume !== undefined },
     env: settings.env,
     ...(settings.unsafeNoSandbox === true ? { unsafeNoSandbox: true } : {}),
+    ...(settings.sandbox === undefined ? {} : { sandbox: settings.sandbox }),
     ...(settings.prices === undefined ? {} : { prices: settings.prices }),
     ...(settings.mcp === undefined ? {} : { mcp: settings.mcp }),
   };

@@ -243,6 +243,7 @@ export class HostedActor {
     };
     if (config.outDir !== undefined) toolContext.outputDir = config.outDir;
     if (config.unsafeNoSandbox === true) toolContext.unsafeNoSandbox = true;
+    if (config.sandbox !== undefined) toolContext.sandbox = config.sandbox;
     if (this.#options.env !== undefined) toolContext.env = this.#options.env;
     if (config.hasApprove) {
       toolContext.approve = (request) => this.#options.requests.approve(this.id, request);

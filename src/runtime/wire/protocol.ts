@@ -6,6 +6,7 @@ import { ModelSpecSchema } from '../../model/model.js';
 import { ModelResponseSchema, UsageSchema } from '../../model/types.js';
 import { ActorResultSchema } from '../../roles/result.js';
 import { RoleSpecSchema } from '../../roles/role-spec.js';
+import { SandboxPolicySchema } from '../../tools/sandbox-policy.js';
 import { PermissionTierSchema } from '../../tools/tool.js';
 
 export { type RoleSpec, RoleSpecSchema } from '../../roles/role-spec.js';
@@ -30,6 +31,8 @@ export const HostConfigSchema = z.object({
   hasApprove: z.boolean(),
   /** Run shell and python without the OS sandbox (bubblewrap): the run's `--unsafe-no-sandbox`. */
   unsafeNoSandbox: z.boolean().optional(),
+  /** The run's sandbox policy: limits, protected-path writes, egress domains. */
+  sandbox: SandboxPolicySchema.optional(),
   /** The run's MCP servers by name (`RuntimeOptions.mcp`); each host starts those its actors need. */
   mcp: z.record(z.string(), McpServerConfigSchema).optional(),
   /**

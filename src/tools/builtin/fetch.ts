@@ -95,11 +95,15 @@ export function createFetchTool(options: FetchToolOptions = {}): Tool<FetchUrlIn
   const maxRedirects = options.maxRedirects ?? 5;
   const exempt = new Set((options.allowAddressesForTests ?? []).map(canonicalAddress));
 
-  async function checkedAddress(url: URL, signal: AbortSignal): Promise<ResolvedAddress> {
+  async function checkedAddress(
+    url: URL,
+    signal: AbortSignal,
+    allowHosts: readonly string[] | undefined,
+  ): Promise<ResolvedAddress> {
     const hostname = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
-    if (options.allowHosts !== undefined && !hostAllowed(hostname, options.allowHosts)) {
+    if (allowHosts !== undefined && !hostAllowed(hostname, allowHosts)) {
       refuse(
-        `${hostname} is not on this run's host allowlist (${options.allowHosts.join(', ')}), so ${url.href} was not fetched.`,
+        `${hostname} is not on this run's host allowlist (${allowHosts.join(', ')}, from --allow-domain), so ${url.href} was not fetched.`,
       );
     }
     let addresses: readonly ResolvedAddress[];
@@ -131,7 +135,12 @@ export function createFetchTool(options: FetchToolOptions = {}): Tool<FetchUrlIn
     return [...addresses].sort((a, b) => a.family - b.family)[0] as ResolvedAddress;
   }
 
-  async function fetchChecked(start: URL, maxBytes: number, signal: AbortSignal): Promise<Fetched> {
+  async function fetchChecked(
+    start: URL,
+    maxBytes: number,
+    signal: AbortSignal,
+    allowHosts: readonly string[] | undefined,
+  ): Promise<Fetched> {
     const redirects: string[] = [];
     let url = start;
     for (;;) {
@@ -140,7 +149,7 @@ export function createFetchTool(options: FetchToolOptions = {}): Tool<FetchUrlIn
       }
       if (url.username !== '' || url.password !== '')
         refuse('URLs with a user name or password are refused.');
-      const target = await checkedAddress(url, signal);
+      const target = await checkedAddress(url, signal, allowHosts);
       const response = await request(url, target, signal);
       const location = response.headers.location;
       const status = response.statusCode ?? 0;
@@ -195,6 +204,7 @@ export function createFetchTool(options: FetchToolOptions = {}): Tool<FetchUrlIn
           url,
           Math.min(input.maxBytes ?? options.defaultMaxBytes ?? 1024 * 1024, MAX_FETCH_BYTES),
           signal,
+          options.allowHosts ?? context.sandbox?.allowDomains,
         ),
       );
       return render(fetched);

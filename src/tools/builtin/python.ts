@@ -8,6 +8,7 @@ import {
   DEFAULT_EXEC_TIMEOUT_MS,
   describeProcessResult,
   ExecTimeoutSchema,
+  execLimitsOf,
   type ProcessResult,
   prepareExec,
 } from './run-process.js';
@@ -97,7 +98,7 @@ export function createPythonTool(options: PythonToolOptions = {}): Tool<PythonIn
         `run a ${lines}-line Python snippet in the workspace`,
       );
       context.progress?.(`python (${lines} lines)`);
-      return describeProcessResult('python', await run(), timeoutMs);
+      return describeProcessResult('python', await run(), timeoutMs, execLimitsOf(context));
     },
   });
 }

@@ -1,12 +1,25 @@
 import { spawn } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
+import { mkdir, realpath } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { errorMessage, TroupeError } from '../../errors.js';
-import { bwrapArgs, type OsSandboxOptions, requireSandbox } from '../os-sandbox.js';
+import {
+  bwrapArgs,
+  DEFAULT_EXEC_LIMITS,
+  defaultHiddenPaths,
+  type ExecLimits,
+  type OsSandboxOptions,
+  programMount,
+  requireSandbox,
+  SYSTEM_BIN_DIRS,
+} from '../os-sandbox.js';
+import { guardProtectedPaths } from '../protected-paths.js';
 import { isInside } from '../sandbox.js';
 import { scrubEnv } from '../scrub-env.js';
 import type { ToolContext } from '../tool.js';
+import { formatBytes } from './read-file.js';
 
 /**
  * Child processes for the exec tools: no shell ever, a process group killed
@@ -172,17 +185,19 @@ function decode(chunks: Buffer[]): string {
 }
 
 /**
- * Finds `name` on the PATH of `env` as an absolute executable path, skipping
- * relative PATH entries and folders inside the workspace (a program the
- * model wrote there must not stand in for `ls`). Undefined when not found.
+ * Finds `name` as an absolute executable path: first in the system folders
+ * the sandbox shows (/usr/local/bin, /usr/bin, /bin), then on the PATH of
+ * `env`, skipping relative PATH entries and folders inside the workspace (a
+ * program the model wrote there must not stand in for `ls`). Undefined when
+ * not found.
  */
 export function resolveProgram(
   name: string,
   env: Readonly<Record<string, string | undefined>>,
   workspace: string,
 ): string | undefined {
-  const directories = (env['PATH'] ?? '/usr/local/bin:/usr/bin:/bin').split(path.delimiter);
-  for (const directory of directories) {
+  const onPath = (env['PATH'] ?? '/usr/local/bin:/usr/bin:/bin').split(path.delimiter);
+  for (const directory of [...SYSTEM_BIN_DIRS, ...onPath]) {
     if (!path.isAbsolute(directory) || isInside(workspace, path.resolve(directory))) continue;
     const candidate = path.join(directory, name);
     try {
@@ -216,14 +231,32 @@ export interface ExecRequest {
   sandbox?: OsSandboxOptions;
 }
 
+/** The limits of a run: the defaults with the run's overrides (`--exec-limit`). */
+export function execLimitsOf(context: ToolContext): ExecLimits & { outputBytes?: number } {
+  return { ...DEFAULT_EXEC_LIMITS, ...context.sandbox?.limits };
+}
+
+/**
+ * The folders a sandboxed program may write: none without the write tier,
+ * the run's output folder when writes are confined to it, else the
+ * workspace.
+ */
+export async function writableRoots(context: ToolContext, workspace: string): Promise<string[]> {
+  if (!context.grants.includes('write')) return [];
+  if (context.outputDir === undefined) return [workspace];
+  await mkdir(context.outputDir, { recursive: true });
+  return [await realpath(context.outputDir)];
+}
+
 /**
  * Prepares an exec tool's program and returns the function that runs it.
  * Everything that can refuse without running anything happens here, before
- * the tool asks for approval: the program is looked up on PATH, and the
- * sandbox must be able to start (`sandbox.unavailable` with an install hint)
- * unless `context.unsafeNoSandbox` is set. The child gets a scrubbed
- * environment and runs under bubblewrap, with network only when the network
- * tier is granted.
+ * the tool asks for approval: the program is looked up (system folders
+ * first), and the sandbox must be able to start (`sandbox.unavailable` with
+ * an install hint) unless `context.unsafeNoSandbox` is set. The child gets
+ * a scrubbed environment and runs under bubblewrap (see os-sandbox.ts) with
+ * the run's resource limits, its protected paths read-only, and no network
+ * namespace of the host's.
  */
 export async function prepareExec(
   request: ExecRequest,
@@ -243,28 +276,88 @@ export async function prepareExec(
       { details: { program: request.program, notFound: true } },
     );
   }
+  const limits = execLimitsOf(context);
   const common = {
     cwd: request.cwd,
     timeoutMs: request.timeoutMs,
-    maxOutputBytes: request.maxOutputBytes,
+    maxOutputBytes: Math.min(
+      request.maxOutputBytes,
+      limits.outputBytes ?? Number.POSITIVE_INFINITY,
+    ),
     signal: context.signal,
     ...(request.input === undefined ? {} : { input: request.input }),
   };
   if (context.unsafeNoSandbox === true) {
     return () => runProcess({ ...common, file, args: request.args, env });
   }
-  const bwrap = await requireSandbox(request.tool, request.sandbox);
-  const args = bwrapArgs({
-    program: file,
-    args: request.args,
-    workspace: request.workspace,
-    cwd: request.cwd,
-    env,
-    allowNetwork: context.grants.includes('network'),
-  });
-  // bwrap itself gets the scrubbed environment too: inside the sandbox it is PID 1,
-  // and its /proc/1/environ is readable by the child.
-  return () => runProcess({ ...common, file: bwrap, args, env });
+  const sandbox = await requireSandbox(request.tool, request.sandbox);
+  const writable = await writableRoots(context, request.workspace);
+  const programFolder = programMount(file);
+  return async () => {
+    const guard =
+      context.sandbox?.allowProtectedWrites === true
+        ? { paths: [], release: async () => undefined }
+        : await guardProtectedPaths(writable);
+    try {
+      const args = bwrapArgs({
+        program: file,
+        args: request.args,
+        workspace: request.workspace,
+        cwd: request.cwd,
+        env,
+        writable,
+        readOnlyOver: guard.paths,
+        readOnly: programFolder === undefined ? [] : [programFolder],
+        limits,
+        prlimitPath: sandbox.prlimitPath,
+        hiddenPaths: defaultHiddenPaths((context.env ?? process.env)['HOME'] ?? os.homedir()),
+      });
+      // bwrap itself gets the scrubbed environment too: inside the sandbox it is PID 1,
+      // and its /proc/1/environ is readable by the child.
+      return await runProcess({ ...common, file: sandbox.bwrapPath, args, env });
+    } finally {
+      await guard.release();
+    }
+  };
+}
+
+const LIMIT_SIGNALS: Readonly<Record<string, (limits: ExecLimits) => string>> = {
+  SIGXCPU: (limits) => `it used up its CPU time limit (${limits.cpuSeconds} s)`,
+  SIGXFSZ: (limits) =>
+    `it tried to write a file larger than the file size limit (${formatBytes(limits.fileSizeBytes)})`,
+};
+const SIGNAL_NUMBERS: Readonly<Record<number, string>> = {
+  24: 'SIGXCPU',
+  25: 'SIGXFSZ',
+  9: 'SIGKILL',
+};
+
+/** Why a sandboxed program ended, when a resource limit ended it; undefined otherwise. */
+export function limitReason(result: ProcessResult, limits: ExecLimits): string | undefined {
+  // bwrap reports a child killed by signal N as exit code 128 + N.
+  const signalName =
+    result.signalName ??
+    (result.exitCode !== null && result.exitCode > 128
+      ? SIGNAL_NUMBERS[result.exitCode - 128]
+      : undefined);
+  const bySignal = signalName === undefined ? undefined : LIMIT_SIGNALS[signalName]?.(limits);
+  if (bySignal !== undefined) return bySignal;
+  const text = `${result.stderr}\n${result.stdout}`;
+  if (/MemoryError|Cannot allocate memory|out of memory|ENOMEM|allocation failed/i.test(text)) {
+    return `it ran out of memory (limit ${formatBytes(limits.memoryBytes)} of address space per process)`;
+  }
+  if (
+    /Resource temporarily unavailable|EAGAIN|fork: retry|Too many open files|EMFILE/i.test(text)
+  ) {
+    return `it hit the process limit (${limits.processes}) or the open-file limit (${limits.openFiles})`;
+  }
+  if (/File too large|EFBIG/i.test(text)) {
+    return `it tried to write a file larger than the file size limit (${formatBytes(limits.fileSizeBytes)})`;
+  }
+  if (/No space left on device|ENOSPC/i.test(text)) {
+    return `it ran out of space (the private /tmp holds ${formatBytes(limits.tmpBytes)})`;
+  }
+  return undefined;
 }
 
 /** Renders a finished process for the model; throws for failures (non-zero exit, timeout). */
@@ -272,6 +365,7 @@ export function describeProcessResult(
   commandLine: string,
   result: ProcessResult,
   timeoutMs: number,
+  limits?: ExecLimits,
 ): string {
   const sections: string[] = [];
   if (result.stdout !== '') sections.push(`stdout:\n${result.stdout.trimEnd()}`);
@@ -293,8 +387,13 @@ export function describeProcessResult(
       result.exitCode === null
         ? `was killed by ${result.signalName}`
         : `exited with code ${result.exitCode}`;
-    throw new TroupeError('tool.failed', `${commandLine} ${how}.\n${body}`, {
-      details: { exitCode: result.exitCode },
+    const limit = limits === undefined ? undefined : limitReason(result, limits);
+    const why =
+      limit === undefined
+        ? ''
+        : ` It was stopped by the sandbox's resource limits: ${limit}. Do the work in smaller pieces.`;
+    throw new TroupeError('tool.failed', `${commandLine} ${how}.${why}\n${body}`, {
+      details: { exitCode: result.exitCode, ...(limit === undefined ? {} : { limit }) },
     });
   }
   return body;

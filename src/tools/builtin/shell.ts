@@ -9,6 +9,7 @@ import {
   DEFAULT_EXEC_TIMEOUT_MS,
   describeProcessResult,
   ExecTimeoutSchema,
+  execLimitsOf,
   prepareExec,
 } from './run-process.js';
 import {
@@ -95,7 +96,7 @@ export function createShellTool(options: ShellToolOptions = {}): Tool<ShellInput
       await requireApproval(context, 'shell', `run \`${commandLine}\` in ${cwd.relative}`);
       context.progress?.(`$ ${commandLine}`);
       const result = await run();
-      return describeProcessResult(commandLine, result, timeoutMs);
+      return describeProcessResult(commandLine, result, timeoutMs, execLimitsOf(context));
     },
   });
 }

@@ -2,6 +2,7 @@ import { lstat, mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { errorMessage, TroupeError } from '../../errors.js';
+import { assertNotProtected } from '../protected-paths.js';
 import { isInside, type PathScope, resolveInScope, showPath } from '../sandbox.js';
 import { defineTool, type Tool, type ToolContext } from '../tool.js';
 import { requireApproval } from './approval.js';
@@ -59,6 +60,9 @@ export function createWriteFileTool(
           'tool.refused',
           `Path ${showPath(input.path)} is the root of ${label} itself; a file cannot replace it. Give a file path inside it, such as "notes/a.md".`,
         );
+      }
+      if (context.sandbox?.allowProtectedWrites !== true) {
+        assertNotProtected(target.relative, 'write_file');
       }
       if (target.exists) {
         const stats = await lstat(target.absolute);
