@@ -63,6 +63,7 @@ export function createToolPool(runId: string, options: RuntimeOptions): ToolPool
       ...(options.env === undefined ? {} : { env: definedEnv(options.env) }),
       hasApprove: options.approve !== undefined,
       ...(options.unsafeNoSandbox === true ? { unsafeNoSandbox: true } : {}),
+      ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox }),
       // Bounded before it crosses: the main thread never holds more per call.
       maxResultChars: 64_000,
     },

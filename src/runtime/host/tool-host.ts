@@ -206,6 +206,7 @@ export class ToolHost {
     }
     if (config.outDir !== undefined) context.outputDir = config.outDir;
     if (config.unsafeNoSandbox === true) context.unsafeNoSandbox = true;
+    if (config.sandbox !== undefined) context.sandbox = config.sandbox;
     if (this.#env !== undefined) context.env = this.#env;
     return context;
   }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ErrorCodeSchema } from '../../errors.js';
+import { SandboxPolicySchema } from '../../tools/sandbox-policy.js';
 import { PermissionTierSchema } from '../../tools/tool.js';
 
 /**
@@ -19,6 +20,8 @@ export const ToolHostConfigSchema = z.object({
   toolModules: z.array(z.string()),
   env: z.record(z.string(), z.string()).optional(),
   unsafeNoSandbox: z.boolean().optional(),
+  /** The run's sandbox policy: limits, protected-path writes, egress domains. */
+  sandbox: SandboxPolicySchema.optional(),
   /** True when the main thread answers approval requests. */
   hasApprove: z.boolean(),
   /** Results longer than this are cut in the tool thread, before they cross (the actor cuts again). */
