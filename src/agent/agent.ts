@@ -200,6 +200,22 @@ export class Agent {
     }
   }
 
+  /**
+   * Continues its own history without a new message: what a supervisor does
+   * after a transient failure (the model call is made again on the
+   * conversation as it stood). Writes the history back as `run` does.
+   */
+  async resume(options: RunOptions = {}): Promise<AgentResult> {
+    this.#enter();
+    try {
+      const result = await this.#loop(this.#history, undefined, options.signal);
+      if (result.stopReason !== 'error') this.#history = result.messages;
+      return result;
+    } finally {
+      this.#running = false;
+    }
+  }
+
   /** Runs on a history the caller owns; the agent keeps nothing, so one instance serves many conversations. */
   async chat(
     input: string,
@@ -229,7 +245,7 @@ export class Agent {
 
   async #loop(
     history: readonly Message[],
-    input: string,
+    input: string | undefined,
     signal: AbortSignal = new AbortController().signal,
   ): Promise<AgentResult> {
     const messages = [...history];
@@ -237,7 +253,7 @@ export class Agent {
     if (system !== undefined && messages[0]?.role !== 'system') {
       messages.unshift({ role: 'system', content: system });
     }
-    messages.push({ role: 'user', content: input });
+    if (input !== undefined) messages.push({ role: 'user', content: input });
     const state: RunState = {
       messages,
       steps: [],

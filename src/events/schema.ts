@@ -87,6 +87,8 @@ export const AgentEventSchema = z.discriminatedUnion('type', [
     error: SerializedErrorSchema.optional(),
     usage: UsageSchema.optional(),
     steps: z.number().int().nonnegative().optional(),
+    /** How many attempts the agent made (more than 1 after supervised retries). */
+    attempts: z.number().int().positive().optional(),
   }),
   e.extend({ type: z.literal('agent.progress'), note: z.string() }),
   e.extend({ type: z.literal('agent.nudged'), reason: z.string() }),

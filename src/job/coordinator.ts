@@ -9,6 +9,7 @@ import {
   delegationTools,
   formatDelegationResults,
 } from '../roles/delegation-tools.js';
+import type { RetryPolicy } from '../roles/role.js';
 import type { ActorResult, AgentRef } from '../runtime/actors/actor.js';
 import { sendToChild, waitForChildren } from '../runtime/actors/children.js';
 import { runDelegation } from '../runtime/actors/delegation.js';
@@ -17,6 +18,7 @@ import { createBuiltinRegistry } from '../tools/catalogue.js';
 import { ToolRegistry } from '../tools/registry.js';
 import type { AnyTool } from '../tools/tool.js';
 import { decideRunStatus, type RunOutcomeFacts, runError } from './run-status.js';
+import { runSupervised } from './supervised-run.js';
 
 /** The coordinator's agent id, in every event it emits. */
 export const COORDINATOR_ID = 'coordinator';
@@ -35,6 +37,11 @@ export interface CoordinatorOptions {
   delegation?: boolean | undefined;
   /** Stream replies (default true). */
   stream?: boolean | undefined;
+  /**
+   * How the coordinator's transient failures are retried, from its history,
+   * with the same knobs as a role's (default DEFAULT_RETRY); `'fail_fast'` never retries.
+   */
+  retry?: RetryPolicy | 'fail_fast' | undefined;
 }
 
 /** The sub-agents a coordinator started, shared between its turns. */
@@ -267,11 +274,18 @@ export async function runJob(options: JobOptions): Promise<JobResult> {
   );
   const state = new CoordinatorState();
   let result: AgentResult | undefined;
+  let attempts = 1;
   let failure: unknown;
   try {
     const model = createModel(spec, runtime.toolSettings.env);
     const agent = buildCoordinator(runtime, options, state, model);
-    result = await agent.run(task, { signal: controller.signal });
+    const supervised = await runSupervised(agent, task, {
+      signal: controller.signal,
+      retry: options.retry,
+      emit,
+    });
+    result = supervised.result;
+    attempts = supervised.attempts;
     const crossing = runtime.budgetExceeded;
     // A time limit means stop; a spent token or cost budget leaves one last turn to answer with what there is.
     if (crossing !== undefined && crossing.metric !== 'time' && !signal?.aborted) {
@@ -325,6 +339,7 @@ export async function runJob(options: JobOptions): Promise<JobResult> {
     ...(error === undefined || agentStatus === 'completed' ? {} : { error }),
     usage: result?.usage ?? { inputTokens: 0, outputTokens: 0 },
     steps: result?.steps.length ?? 0,
+    ...(attempts > 1 ? { attempts } : {}),
   });
   const totals = runtime.usage();
   emit({

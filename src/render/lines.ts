@@ -38,6 +38,7 @@ export function describeEvent(event: AgentEvent): string | undefined {
     case 'agent.finished': {
       const facts = [
         ...(event.steps === undefined ? [] : [`${event.steps} steps`]),
+        ...(event.attempts === undefined ? [] : [`${event.attempts} attempts`]),
         ...(event.usage === undefined ? [] : [`${formatTokens(totalTokens(event.usage))} tokens`]),
       ];
       const detail =

@@ -283,3 +283,54 @@ describe('troupe run reports what happened (child process, local HTTP model serv
     expect(events.at(-1)).toMatchObject({ type: 'run.finished', status: 'completed' });
   });
 });
+
+describe('troupe run supervises the coordinator (child process, local HTTP model server)', () => {
+  it("completes when the coordinator's stream is cut once: retried from its history, not restarted", async () => {
+    let cuts = 0;
+    const run = await startRun((body) => {
+      if (caller(body) === 'coordinator') {
+        if (turns(body) === 0)
+          return delegateCall([
+            { role: 'researcher', task: 'Read part 1 of the notes.' },
+            { role: 'researcher', task: 'Read part 2 of the notes.' },
+          ]);
+        const answer = 'Both parts are summarised.';
+        if (cuts === 0) {
+          cuts += 1;
+          // The connection dies after the first chunks of the answer.
+          return openaiReply({
+            content: answer,
+            chunkSize: 4,
+            cut: { afterEvents: 3, mode: 'destroy' },
+          });
+        }
+        return openaiReply({ content: answer });
+      }
+      return openaiReply({ content: `${taskOf(body)} Done.` });
+    });
+    const code = await run.exit;
+    expect(code, run.stderr()).toBe(0);
+    expect(cuts).toBe(1);
+    const events = traceOf(run.out);
+    expect(events.at(-1)).toMatchObject({
+      type: 'run.finished',
+      status: 'completed',
+      final: 'Both parts are summarised.',
+    });
+    const coordinator = finished(events).get('coordinator');
+    expect(coordinator).toMatchObject({ status: 'completed', attempts: 2 });
+    // The delegation was not made again: its result was in the history the retry continued from.
+    const spawned = events.filter(
+      (event) => event.type === 'agent.spawned' && event.agentId !== 'coordinator',
+    );
+    expect(spawned.map((event) => event.agentId).sort()).toEqual(['researcher-1', 'researcher-2']);
+    expect(
+      events.some(
+        (event) =>
+          event.type === 'agent.progress' &&
+          event.agentId === 'coordinator' &&
+          event.note.startsWith('attempt 1 failed'),
+      ),
+    ).toBe(true);
+  });
+});

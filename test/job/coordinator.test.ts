@@ -92,9 +92,46 @@ describe('runJob', () => {
   });
 });
 
+describe('the coordinator under supervision', () => {
+  const flaky: ScriptStep[] = [
+    {
+      match: { role: 'coordinator', call: 1 },
+      error: { code: 'model.server', message: 'the provider answered 503' },
+    },
+    { match: { role: 'coordinator' }, content: 'answered on the second attempt' },
+  ];
+
+  it('retries a transient failure from its history and says how many attempts it took', async () => {
+    const { runtime, events } = makeRuntime({
+      model: { provider: 'scripted', script: { steps: flaky } },
+    });
+    const job = await runJob({
+      task: 'coordinate',
+      runtime,
+      retry: { maxRetries: 2, backoffMs: 1 },
+    });
+    expect(job).toMatchObject({ status: 'completed', final: 'answered on the second attempt' });
+    expect(ofType(events, 'agent.finished').at(-1)).toMatchObject({
+      agentId: 'coordinator',
+      status: 'completed',
+      attempts: 2,
+    });
+    expect(ofType(events, 'agent.progress')[0]?.note).toContain('attempt 1 failed');
+  });
+
+  it("fails at once under 'fail_fast'", async () => {
+    const { runtime } = makeRuntime({ model: { provider: 'scripted', script: { steps: flaky } } });
+    const job = await runJob({ task: 'coordinate', runtime, retry: 'fail_fast' });
+    expect(job.status).toBe('failed');
+    expect(job.error?.message).toContain('the provider answered 503');
+  });
+});
+
 describe('delegate policies', () => {
   it('reports a failed child beside the others and cancels nobody under all_settled', async () => {
-    const { results, events } = await delegateWith({ tasks: tasks('a', 'fail b', 'c') });
+    const { job, results, events } = await delegateWith({ tasks: tasks('a', 'fail b', 'c') });
+    expect(job.status).toBe('partial');
+    expect(job.error?.message).toBe('1 of 3 sub-agents did not complete: worker-2 failed.');
     expect(results.map((result) => result.status)).toEqual(['completed', 'failed', 'completed']);
     expect(results[1]?.error).toContain('this task cannot be done');
     expect(
@@ -103,22 +140,26 @@ describe('delegate policies', () => {
   });
 
   it('cancels the rest once the quorum succeeded', async () => {
-    const { results } = await delegateWith({
+    const { job, results } = await delegateWith({
       tasks: tasks('a', 'b', 'hold c'),
       policy: 'quorum',
       quorum: 2,
     });
     expect(results.map((result) => result.status)).toEqual(['completed', 'completed', 'cancelled']);
     expect(results[2]?.error).toContain('quorum of 2 reached');
+    // Cancelled by the policy the coordinator chose: the run did not depend on it.
+    expect(job.status).toBe('completed');
   });
 
   it('cancels the rest at the first failure under fail_fast', async () => {
-    const { results } = await delegateWith({
+    const { job, results } = await delegateWith({
       tasks: tasks('hold a', 'fail b', 'hold c'),
       policy: 'fail_fast',
     });
     expect(results.map((result) => result.status)).toEqual(['cancelled', 'failed', 'cancelled']);
     expect(results[0]?.error).toContain('fail-fast');
+    // The one sub-agent the run depended on failed.
+    expect(job.status).toBe('failed');
   });
 });
 

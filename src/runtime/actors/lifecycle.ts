@@ -204,6 +204,7 @@ export class ActorLifecycle {
       ...(result.error === undefined ? {} : { error: result.error }),
       usage: result.usage,
       steps: ending.steps,
+      ...(record.attempt > 1 ? { attempts: record.attempt } : {}),
     });
     record.settle(
       result,
