@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,11 +12,14 @@ import { ScriptedModel } from '../src/model/providers/scripted.js';
 import type { Script } from '../src/model/script.js';
 import { defineRole } from '../src/roles/role.js';
 import { Runtime } from '../src/runtime/runtime.js';
+import type { RuntimeOptions } from '../src/runtime/runtime-options.js';
 import { ToolRegistry } from '../src/tools/registry.js';
+import { FAULT_KINDS, faultMixPlan, faultMixRoles, faultMixScript } from './fault-mix.js';
 import { burnTool, noopTool } from './tools.js';
 
 /**
- * `npm run bench` (add `-- --full` for N = 10,000): a fan-out of N
+ * `npm run bench` (add `-- --full` for N = 10,000; `-- --isolation` for only
+ * the isolation figures of issue 11, merged into latest.json): a fan-out of N
  * sub-agents, each three model turns on a scripted model that waits 200 ms
  * per call (two tool calls, then an answer), on troupe's worker pool and on
  * the in-process baseline (the same Agent with Promise.all), side by side in
@@ -32,7 +35,8 @@ type Case =
   | { kind: 'fanout'; impl: Impl; n: number }
   | { kind: 'cpu'; impl: Impl; n: number }
   | { kind: 'spawn'; samples: number }
-  | { kind: 'events'; actors: number; perActor: number };
+  | { kind: 'events'; actors: number; perActor: number }
+  | { kind: 'isolation'; mode: 'thread' | 'pool' | 'mix'; n: number };
 
 interface Measurement {
   wallMs: number;
@@ -41,6 +45,8 @@ interface Measurement {
   extra?: number;
   coldWallMs?: number;
   coldCpuMs?: number;
+  /** The largest `extra` of the repeats (the fault mix's count of healthy agents failed). */
+  extraMax?: number;
 }
 
 const LATENCY_MS = 200;
@@ -50,6 +56,11 @@ const CPU_TOOL_MS = 50;
 const REPEATS = 3;
 const here = fileURLToPath(import.meta.url);
 const toolModule = join(here, '..', 'tools.js');
+// The fault tools of the isolation case (plain ESM in the repository, not built).
+const faultModule = join(here, '..', '..', '..', 'test', 'fixtures', 'tools', 'faults.mjs');
+const ISOLATION_N = 500;
+const ISOLATION_THREADS = 4;
+const ISOLATION_REPEATS = 5;
 
 function fanoutScript(
   latencyMs: number,
@@ -100,7 +111,11 @@ function collectGarbage(): void {
 // the numbers are those of what the CLI ships, not of a bare runtime.
 // TROUPE_BENCH_REVALIDATE=1 puts back the old second zod parse of every
 // worker event on the main thread, to measure what removing it gained.
-async function withRuntime<T>(spec: ModelSpec, run: (runtime: Runtime) => Promise<T>): Promise<T> {
+async function withRuntime<T>(
+  spec: ModelSpec,
+  run: (runtime: Runtime) => Promise<T>,
+  extra: Partial<RuntimeOptions> = {},
+): Promise<T> {
   const workspace = mkdtempSync(join(tmpdir(), 'troupe-bench-'));
   const bus = new EventBus();
   if (process.env['TROUPE_BENCH_REVALIDATE'] === '1') {
@@ -117,6 +132,7 @@ async function withRuntime<T>(spec: ModelSpec, run: (runtime: Runtime) => Promis
     grants: ['read'],
     toolModules: [toolModule],
     maxActorsPerThread: 20_000,
+    ...extra,
   });
   try {
     // Warm the pool: threads started, modules loaded (spawning on a running pool).
@@ -132,29 +148,73 @@ async function withRuntime<T>(spec: ModelSpec, run: (runtime: Runtime) => Promis
 // Warm-up runs of the same size first, in the same process, so the measured run
 // has JIT-compiled code in every thread (V8 still optimizes through the fifth
 // run at N=1,000: see docs/PERFORMANCE.md); the cold first run is kept too.
-async function troupeFanout(n: number, script: Script): Promise<Measurement> {
-  return withRuntime({ provider: 'scripted', script }, async (runtime) => {
-    const once = async (): Promise<Measurement> => {
+async function troupeFanout(
+  n: number,
+  script: Script,
+  extra: Partial<RuntimeOptions> = {},
+): Promise<Measurement> {
+  return withRuntime(
+    { provider: 'scripted', script },
+    async (runtime) => {
+      const once = async (): Promise<Measurement> => {
+        collectGarbage();
+        const cpu = process.cpuUsage();
+        const started = performance.now();
+        const refs = Array.from({ length: n }, (_, index) =>
+          runtime.spawn('bencher', `task ${index}`),
+        );
+        const results = await Promise.all(refs.map((ref) => ref.result));
+        const wallMs = performance.now() - started;
+        const cpuMs = cpuMsSince(cpu);
+        const failed = results.filter((result) => result.status !== 'completed');
+        if (failed.length > 0)
+          throw new Error(`${failed.length} agents did not complete: ${failed[0]?.error?.message}`);
+        return { wallMs, cpuMs, peakRssMiB: peakRssMiB() };
+      };
+      const cold = await once();
+      let warm = cold;
+      for (let index = 0; index < warmups(n); index += 1) warm = await once();
+      // Peak RSS is the cold run's: what a process running one such job needs.
+      return {
+        ...warm,
+        peakRssMiB: cold.peakRssMiB,
+        coldWallMs: cold.wallMs,
+        coldCpuMs: cold.cpuMs,
+      };
+    },
+    extra,
+  );
+}
+
+// Issue 11's fault mix at the fan-out's pace: N agents on 4 threads, 10% of
+// them faulty (every kind, seeded); `extra` counts the healthy agents that failed.
+async function faultMix(n: number): Promise<Measurement> {
+  const plan = faultMixPlan(n, 0.1, 20_261_202);
+  const spec = faultMixScript(LATENCY_MS);
+  const roles = [...faultMixRoles(), quick];
+  return withRuntime(
+    spec,
+    async (runtime) => {
       collectGarbage();
       const cpu = process.cpuUsage();
       const started = performance.now();
-      const refs = Array.from({ length: n }, (_, index) =>
-        runtime.spawn('bencher', `task ${index}`),
-      );
+      const refs = plan.map((kind, index) => runtime.spawn(kind, `task ${index}`));
       const results = await Promise.all(refs.map((ref) => ref.result));
       const wallMs = performance.now() - started;
-      const cpuMs = cpuMsSince(cpu);
-      const failed = results.filter((result) => result.status !== 'completed');
-      if (failed.length > 0)
-        throw new Error(`${failed.length} agents did not complete: ${failed[0]?.error?.message}`);
-      return { wallMs, cpuMs, peakRssMiB: peakRssMiB() };
-    };
-    const cold = await once();
-    let warm = cold;
-    for (let index = 0; index < warmups(n); index += 1) warm = await once();
-    // Peak RSS is the cold run's: what a process running one such job needs.
-    return { ...warm, peakRssMiB: cold.peakRssMiB, coldWallMs: cold.wallMs, coldCpuMs: cold.cpuMs };
-  });
+      const healthyFailed = results.filter(
+        (result, index) => plan[index] === 'healthy' && result.status !== 'completed',
+      ).length;
+      return { wallMs, cpuMs: cpuMsSince(cpu), peakRssMiB: peakRssMiB(), extra: healthyFailed };
+    },
+    {
+      roles,
+      threads: ISOLATION_THREADS,
+      toolModules: [faultModule],
+      toolTimeoutMs: 1500,
+      blockedThreadMs: 500,
+      toolThreadLimits: { maxOldGenerationSizeMb: 64 },
+    },
+  );
 }
 
 async function inProcessFanout(n: number, script: Script): Promise<Measurement> {
@@ -262,6 +322,13 @@ async function runCase(spec: Case): Promise<Measurement> {
       return spawnLatency(spec.samples);
     case 'events':
       return eventThroughput(spec.actors, spec.perActor);
+    case 'isolation':
+      return spec.mode === 'mix'
+        ? faultMix(spec.n)
+        : troupeFanout(spec.n, FANOUT, {
+            threads: ISOLATION_THREADS,
+            toolIsolation: spec.mode,
+          });
   }
 }
 
@@ -276,17 +343,23 @@ function median(values: readonly number[]): number {
 // Each measurement in a fresh process: its peak RSS and its JIT state are its own.
 function measure(spec: Case): Measurement {
   const runs: Measurement[] = [];
-  for (let index = 0; index < REPEATS; index += 1) {
-    const output = execFileSync(
-      process.execPath,
-      ['--expose-gc', here, '--case', JSON.stringify(spec)],
-      {
-        encoding: 'utf8',
-        maxBuffer: 1 << 20,
-      },
-    );
-    runs.push(JSON.parse(output.trim().split('\n').at(-1) ?? '{}') as Measurement);
-  }
+  for (let index = 0; index < REPEATS; index += 1) runs.push(measureOnce(spec));
+  return summarize(runs);
+}
+
+function measureOnce(spec: Case): Measurement {
+  const output = execFileSync(
+    process.execPath,
+    ['--expose-gc', here, '--case', JSON.stringify(spec)],
+    {
+      encoding: 'utf8',
+      maxBuffer: 1 << 20,
+    },
+  );
+  return JSON.parse(output.trim().split('\n').at(-1) ?? '{}') as Measurement;
+}
+
+function summarize(runs: readonly Measurement[]): Measurement {
   const pick = (key: keyof Measurement): number => median(runs.map((run) => run[key] ?? 0));
   return {
     wallMs: pick('wallMs'),
@@ -295,10 +368,54 @@ function measure(spec: Case): Measurement {
     extra: pick('extra'),
     coldWallMs: pick('coldWallMs'),
     coldCpuMs: pick('coldCpuMs'),
+    extraMax: Math.max(...runs.map((run) => run.extra ?? 0)),
   };
 }
 
 const round = (value: number, digits: number): number => Number(value.toFixed(digits));
+
+// Issue 11: the same fault-free fan-out with user tools in the actor threads
+// (as before the tool pool) and on the tool pool, then the fault mix.
+function isolationSection() {
+  // Before and after in turns, so a machine that gets busier mid-bench weighs on both alike.
+  const beforeRuns: Measurement[] = [];
+  const afterRuns: Measurement[] = [];
+  for (let index = 0; index < ISOLATION_REPEATS; index += 1) {
+    beforeRuns.push(measureOnce({ kind: 'isolation', mode: 'thread', n: ISOLATION_N }));
+    afterRuns.push(measureOnce({ kind: 'isolation', mode: 'pool', n: ISOLATION_N }));
+  }
+  const before = summarize(beforeRuns);
+  const after = summarize(afterRuns);
+  const mix = measure({ kind: 'isolation', mode: 'mix', n: ISOLATION_N });
+  const isolation = {
+    n: ISOLATION_N,
+    threads: ISOLATION_THREADS,
+    toolsInActorThreads: {
+      wallOverIdeal: round(before.wallMs / IDEAL_MS, 3),
+      cpuMsPerAgent: round(before.cpuMs / ISOLATION_N, 3),
+    },
+    toolPool: {
+      wallOverIdeal: round(after.wallMs / IDEAL_MS, 3),
+      cpuMsPerAgent: round(after.cpuMs / ISOLATION_N, 3),
+    },
+    slowdown: round(after.wallMs / before.wallMs - 1, 3),
+    faultMix: {
+      faultKinds: FAULT_KINDS.length,
+      faulty: faultMixPlan(ISOLATION_N, 0.1, 20_261_202).filter((kind) => kind !== 'healthy')
+        .length,
+      wallOverIdeal: round(mix.wallMs / IDEAL_MS, 3),
+      healthyFailed: mix.extraMax ?? 0,
+    },
+  };
+  console.log(
+    `\nisolation, N=${ISOLATION_N} on ${ISOLATION_THREADS} threads, fault-free (wall/ideal, cpu ms/agent): user tools in the actor threads ${isolation.toolsInActorThreads.wallOverIdeal.toFixed(3)}, ${isolation.toolsInActorThreads.cpuMsPerAgent.toFixed(3)}; on the tool pool ${isolation.toolPool.wallOverIdeal.toFixed(3)}, ${isolation.toolPool.cpuMsPerAgent.toFixed(3)} (wall ${(isolation.slowdown * 100).toFixed(1)}%)`,
+  );
+  console.log(
+    `isolation, fault mix (${isolation.faultMix.faulty} of ${ISOLATION_N} faulty, ${isolation.faultMix.faultKinds} kinds): wall/ideal ${isolation.faultMix.wallOverIdeal.toFixed(3)}, healthy agents failed by a neighbour's fault: ${isolation.faultMix.healthyFailed}`,
+  );
+
+  return isolation;
+}
 
 function orchestrate(full: boolean): void {
   const sizes = full ? [1, 100, 1000, 10_000] : [1, 100, 1000];
@@ -358,12 +475,15 @@ function orchestrate(full: boolean): void {
     `event roll-up: ${eventsPerSecond.toLocaleString('en-US')} validated events/s into the bus, none lost`,
   );
 
+  const isolation = isolationSection();
+
   const results = {
     fanout,
     fanoutCold,
     cpuSpeedup,
     spawnP50Ms,
     eventsPerSecond,
+    isolation,
     meta: {
       date: new Date().toISOString(),
       node: process.version,
@@ -387,5 +507,11 @@ if (caseIndex !== -1) {
   const measured = await runCase(JSON.parse(process.argv[caseIndex + 1] ?? '{}') as Case);
   console.log(JSON.stringify(measured));
 } else {
-  orchestrate(process.argv.includes('--full'));
+  if (process.argv.includes('--isolation')) {
+    // Only the isolation figures, merged into bench/results/latest.json.
+    const file = join(here, '..', '..', '..', 'bench', 'results', 'latest.json');
+    const isolation = isolationSection();
+    const latest = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+    writeFileSync(file, `${JSON.stringify({ ...latest, isolation }, null, 2)}\n`);
+  } else orchestrate(process.argv.includes('--full'));
 }

@@ -1,7 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import {
+  FAULT_KINDS,
+  type FaultKind,
+  faultMixPlan,
+  faultMixRoles,
+  faultMixScript,
+} from '../../bench/fault-mix.js';
 import type { ActorResult } from '../../src/roles/result.js';
 import { closeRuntimes, expectWellFormed, makeRuntime, ofType } from './helpers.js';
-import { FAULT_KINDS, type FaultKind, faultMixPlan, faultMixRoles, faultMixScript } from './mix.js';
 
 afterEach(async () => {
   await closeRuntimes();

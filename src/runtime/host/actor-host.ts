@@ -227,35 +227,42 @@ export class ActorHost {
         ),
       );
     }
+    if (this.#stopping) {
+      return Promise.reject(new TroupeError('runtime.closed', 'The runtime is shutting down.'));
+    }
     const signal = context.signal;
-    let requestId = 0;
-    let onAbort: (() => void) | undefined;
-    const answer = this.#request<Extract<MainToWorker, { type: 'tool.answered' }>>((id) => {
-      requestId = id;
-      return { type: 'tool.requested', requestId: id, actorId: context.agentId, tool, input };
-    });
-    if (context.progress !== undefined) this.#toolProgress.set(requestId, context.progress);
-    const cancelled = new Promise<never>((_, reject) => {
-      onAbort = () => {
+    const requestId = this.#nextRequest;
+    this.#nextRequest += 1;
+    return new Promise<string>((resolve, reject) => {
+      const onAbort = (): void => {
         if (!this.#pending.delete(requestId)) return;
         this.#toolProgress.delete(requestId);
         this.#out.push({ type: 'tool.cancelled', requestId });
         reject(new TroupeError('cancelled', `${tool} was stopped: the agent was cancelled.`));
       };
+      this.#pending.set(requestId, {
+        resolve: (value) => {
+          signal.removeEventListener('abort', onAbort);
+          const item = value as Extract<MainToWorker, { type: 'tool.answered' }>;
+          if (item.ok) resolve(item.content);
+          else reject(new TroupeError(item.code ?? 'tool.failed', item.content));
+        },
+        reject: (error) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(error);
+        },
+      });
+      if (context.progress !== undefined) this.#toolProgress.set(requestId, context.progress);
+      this.#out.push({
+        type: 'tool.requested',
+        requestId,
+        actorId: context.agentId,
+        tool,
+        input,
+      });
       if (signal.aborted) onAbort();
       else signal.addEventListener('abort', onAbort, { once: true });
     });
-    return Promise.race([answer, cancelled]).then(
-      (item) => {
-        if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);
-        if (item.ok) return item.content;
-        throw new TroupeError(item.code ?? 'tool.failed', item.content);
-      },
-      (error: unknown) => {
-        if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);
-        throw error;
-      },
-    );
   }
 
   #start(start: Extract<MainToWorker, { type: 'actor.start' }>): void {

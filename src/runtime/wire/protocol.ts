@@ -264,6 +264,11 @@ export function parseWorkerMessage(data: unknown): {
       items.push(item as UnsequencedEvent);
       continue;
     }
+    // Pooled tool calls are the next bulk: checked by hand.
+    if (isToolRequest(item)) {
+      items.push(item);
+      continue;
+    }
     const parsed = WorkerToMainSchema.safeParse(item);
     if (parsed.success) items.push(parsed.data);
     else invalid.push(z.prettifyError(parsed.error));
@@ -276,6 +281,8 @@ const MainToWorkerBatchSchema = z.array(MainToWorkerSchema);
 
 /** Parses one port message from the main thread: an array of items. Throws `runtime.protocol`. */
 export function parseMainMessage(data: unknown): MainToWorker[] {
+  // Answers of pooled tool calls, the bulk while tools run, are checked by hand.
+  if (Array.isArray(data) && data.every(isToolAnswer)) return data as MainToWorker[];
   const parsed = MainToWorkerBatchSchema.safeParse(data);
   if (!parsed.success) {
     throw new TroupeError(
@@ -284,4 +291,29 @@ export function parseMainMessage(data: unknown): MainToWorker[] {
     );
   }
   return parsed.data;
+}
+
+function isToolRequest(item: unknown): item is Extract<WorkerToMain, { type: 'tool.requested' }> {
+  const request = item as Partial<Extract<WorkerToMain, { type: 'tool.requested' }>> | null;
+  return (
+    typeof request === 'object' &&
+    request !== null &&
+    request.type === 'tool.requested' &&
+    Number.isInteger(request.requestId) &&
+    typeof request.actorId === 'string' &&
+    typeof request.tool === 'string'
+  );
+}
+
+function isToolAnswer(item: unknown): boolean {
+  const answer = item as Partial<Extract<MainToWorker, { type: 'tool.answered' }>> | null;
+  return (
+    typeof answer === 'object' &&
+    answer !== null &&
+    answer.type === 'tool.answered' &&
+    Number.isInteger(answer.requestId) &&
+    typeof answer.ok === 'boolean' &&
+    typeof answer.content === 'string' &&
+    (answer.code === undefined || ErrorCodeSchema.safeParse(answer.code).success)
+  );
 }

@@ -68,7 +68,8 @@ interface Call {
   hooks: ToolCallHooks;
   resolve(answer: ToolCallAnswer): void;
   thread: ToolThread | undefined;
-  timer: NodeJS.Timeout | undefined;
+  /** When it was sent to its thread (the watchdog times it out from there). */
+  sentAt: number;
   /** Retried alone: it was on a thread that died of a fault nobody could be named for. */
   solo: boolean;
   /** Times a neighbour's fault took its thread while it ran. */
@@ -165,7 +166,7 @@ export class ToolPool {
       hooks,
       resolve,
       thread: undefined,
-      timer: undefined,
+      sentAt: 0,
       solo: false,
       lost: 0,
       settled: false,
@@ -233,7 +234,9 @@ export class ToolPool {
       // A thread's death is reported by its task's rejection; nothing more to do here.
     });
     for (let index = 0; index < threads; index += 1) this.#startThread();
-    const every = Math.max(25, Math.min(1000, Math.floor(this.#blockedMs / 4)));
+    // One sweep for heartbeats and call timeouts: no timer per call.
+    const bound = Math.min(this.#blockedMs, this.#timeoutMs);
+    const every = Math.max(25, Math.min(1000, Math.floor(bound / 4)));
     this.#watchdog = setInterval(() => this.#watch(), every);
     this.#watchdog.unref();
   }
@@ -381,14 +384,13 @@ export class ToolPool {
       agentId,
       ...(role === undefined ? {} : { role }),
     });
-    call.timer = setTimeout(() => this.#timedOut(call), this.#timeoutMs);
+    call.sentAt = performance.now();
   }
 
   // The call has not settled in time. A thread that still beats is only
   // waiting on it: answer, abort its signal, keep the thread. A thread that
   // does not beat is held by something: the watchdog decides (now).
   #timedOut(call: Call): void {
-    call.timer = undefined;
     const thread = call.thread;
     if (thread === undefined || call.settled) return;
     if (this.#blocked(thread)) {
@@ -423,9 +425,15 @@ export class ToolPool {
   }
 
   #watch(): void {
-    for (const thread of this.#threads.values()) {
+    const now = performance.now();
+    for (const thread of [...this.#threads.values()]) {
       if (!thread.alive || !thread.ready || thread.stopped !== undefined) continue;
-      if (this.#blocked(thread)) this.#stopBlocked(thread);
+      if (this.#blocked(thread)) {
+        this.#stopBlocked(thread);
+        continue;
+      }
+      for (const call of [...thread.calls.values()])
+        if (now - call.sentAt >= this.#timeoutMs) this.#timedOut(call);
     }
   }
 
@@ -479,7 +487,6 @@ export class ToolPool {
     const calls = [...thread.calls.values()];
     thread.calls.clear();
     for (const call of calls) {
-      this.#clear(call);
       call.thread = undefined;
       if (call.id === culprit) {
         this.#settle(call, {
@@ -514,7 +521,6 @@ export class ToolPool {
   }
 
   #leave(call: Call): void {
-    this.#clear(call);
     const thread = call.thread;
     if (thread === undefined) return;
     thread.calls.delete(call.id);
@@ -522,15 +528,9 @@ export class ToolPool {
     call.thread = undefined;
   }
 
-  #clear(call: Call): void {
-    clearTimeout(call.timer);
-    call.timer = undefined;
-  }
-
   #settle(call: Call, answer: ToolCallAnswer): void {
     if (call.settled) return;
     call.settled = true;
-    this.#clear(call);
     call.resolve(answer);
   }
 }

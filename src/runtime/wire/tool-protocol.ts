@@ -92,14 +92,46 @@ export type ToolToMain = z.infer<typeof ToolToMainSchema>;
 const MainToToolBatchSchema = z.array(MainToToolSchema);
 const ToolToMainBatchSchema = z.array(ToolToMainSchema);
 
-/** Parses one message from the main thread (in a tool thread); undefined when invalid. */
+/**
+ * Parses one message from the main thread (in a tool thread); undefined when
+ * invalid. Calls, the bulk, are checked by hand (the schema explains nothing
+ * here: an invalid message is dropped); the rest by the schema.
+ */
 export function parseMainToTool(data: unknown): MainToTool[] | undefined {
+  if (Array.isArray(data) && data.every(isCall)) return data as MainToTool[];
   const parsed = MainToToolBatchSchema.safeParse(data);
   return parsed.success ? parsed.data : undefined;
 }
 
 /** Parses one message from a tool thread (in the main thread); undefined when invalid. */
 export function parseToolToMain(data: unknown): ToolToMain[] | undefined {
+  if (Array.isArray(data) && data.every(isDone)) return data as ToolToMain[];
   const parsed = ToolToMainBatchSchema.safeParse(data);
   return parsed.success ? parsed.data : undefined;
+}
+
+function isCall(item: unknown): boolean {
+  const call = item as Partial<Extract<MainToTool, { type: 'call' }>> | null;
+  return (
+    typeof call === 'object' &&
+    call !== null &&
+    call.type === 'call' &&
+    Number.isInteger(call.callId) &&
+    typeof call.tool === 'string' &&
+    typeof call.agentId === 'string' &&
+    (call.role === undefined || typeof call.role === 'string')
+  );
+}
+
+function isDone(item: unknown): boolean {
+  const done = item as Partial<Extract<ToolToMain, { type: 'done' }>> | null;
+  return (
+    typeof done === 'object' &&
+    done !== null &&
+    done.type === 'done' &&
+    Number.isInteger(done.callId) &&
+    typeof done.ok === 'boolean' &&
+    typeof done.content === 'string' &&
+    (done.code === undefined || ErrorCodeSchema.safeParse(done.code).success)
+  );
 }

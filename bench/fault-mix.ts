@@ -1,6 +1,11 @@
-import type { ModelSpec } from '../../src/model/model.js';
-import type { ScriptStep } from '../../src/model/script.js';
-import { type AnyRole, defineRole } from '../../src/roles/role.js';
+import type { ModelSpec } from '../src/model/model.js';
+import type { ScriptStep } from '../src/model/script.js';
+import { type AnyRole, defineRole } from '../src/roles/role.js';
+
+/**
+ * The fault mix of issue 11, shared by its test (test/integration/isolation.test.ts)
+ * and `npm run bench`: the tools are test/fixtures/tools/faults.mjs.
+ */
 
 /** Every kind of fault of issue 11: seven tool faults, two model faults. */
 export const FAULT_KINDS = [
@@ -78,8 +83,11 @@ export function faultMixRoles(): AnyRole[] {
   return [healthy, ...faulty];
 }
 
-/** The scripted model of the mix: healthy agents call `echo` twice, faulty ones their fault. */
-export function faultMixScript(): ModelSpec {
+/**
+ * The scripted model of the mix: healthy agents call `echo` twice, faulty
+ * ones their fault; every answer after `latencyMs` (default none).
+ */
+export function faultMixScript(latencyMs = 0): ModelSpec {
   const steps: ScriptStep[] = [
     {
       match: { role: 'healthy', call: 1 },
@@ -107,5 +115,5 @@ export function faultMixScript(): ModelSpec {
       { match: { role: kind }, content: 'the faulty one answered', repeat: true },
     );
   }
-  return { provider: 'scripted', script: { steps } };
+  return { provider: 'scripted', script: { steps, defaultLatencyMs: latencyMs } };
 }
