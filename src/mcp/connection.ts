@@ -317,7 +317,7 @@ export class McpConnection {
  * Folders outside the workspace that a server's configured arguments name
  * (the user's own config, so trusted): an existing absolute path is mounted
  * read-only in the sandbox, from its enclosing node_modules when it lies in
- * one (so its dependencies resolve), else its folder.
+ * one (so its dependencies resolve), else its project (see projectOf).
  */
 function configuredFolders(args: readonly string[], workspace: string): string[] {
   const folders: string[] = [];
@@ -327,7 +327,21 @@ function configuredFolders(args: readonly string[], workspace: string): string[]
     if (real === workspace || real.startsWith(`${workspace}${path.sep}`)) continue;
     const parts = real.split(path.sep);
     const at = parts.indexOf('node_modules');
-    folders.push(at > 0 ? parts.slice(0, at + 1).join(path.sep) : path.dirname(real));
+    folders.push(at > 0 ? parts.slice(0, at + 1).join(path.sep) : projectOf(real));
   }
   return folders;
+}
+
+/**
+ * The nearest folder above a script that has a `node_modules`, where Node
+ * resolves the script's imports (a server written in the user's project);
+ * the script's own folder when there is none. Without it a project the
+ * sandbox masks (one under /tmp) would be invisible to its own server.
+ */
+function projectOf(file: string): string {
+  const own = path.dirname(file);
+  for (let folder = own; ; folder = path.dirname(folder)) {
+    if (existsSync(path.join(folder, 'node_modules'))) return folder;
+    if (path.dirname(folder) === folder) return own;
+  }
 }
