@@ -35,6 +35,13 @@ import {
   transcript,
 } from './history.js';
 import {
+  type AgentJournal,
+  INTERRUPTED_RESULT,
+  type JournalEntry,
+  JournalReplay,
+  requestHash,
+} from './journal.js';
+import {
   callModel,
   DEFAULT_NUDGE,
   type Delta,
@@ -74,6 +81,12 @@ export interface AgentConfig {
    * to work (as a user message, with an `agent.nudged` event); undefined accepts it.
    */
   beforeFinal?: ((answer: string) => string | undefined) | undefined;
+  /**
+   * The agent's side of the run's journal: every model response and tool
+   * result is recorded, and what an earlier attempt recorded is replayed
+   * (no model call, no tool run) for as long as the requests match.
+   */
+  journal?: AgentJournal | undefined;
 }
 
 /** What one run produced. */
@@ -114,7 +127,13 @@ interface RunState {
   budget: TokenBudget;
   nudged: boolean;
   signal: AbortSignal;
+  /** The agent's model-call index of the current step (counted over its life). */
+  call: number;
+  /** The current step's response came from the journal. */
+  replayed: boolean;
 }
+
+const NO_USAGE: Usage = Object.freeze({ inputTokens: 0, outputTokens: 0 }) as Usage;
 
 /**
  * The in-process ReAct loop: model → tool calls → model … until a final
@@ -154,6 +173,9 @@ export class Agent {
   #history: Message[] = [];
   #running = false;
   readonly #warnings = new Set<string>();
+  // Model calls over the agent's life: the journal's step index.
+  #calls = 0;
+  #replay: JournalReplay | undefined;
 
   constructor(config: AgentConfig) {
     const maxSteps = config.maxSteps ?? DEFAULT_MAX_STEPS;
@@ -174,6 +196,8 @@ export class Agent {
     this.runId = config.runId ?? createRunId();
     this.#tools = config.tools ?? EMPTY_REGISTRY;
     this.#maxSteps = maxSteps;
+    const recorded = config.journal?.recorded;
+    if (recorded !== undefined && recorded.length > 0) this.#replay = new JournalReplay(recorded);
   }
 
   /** The conversation so far (a copy). */
@@ -261,6 +285,8 @@ export class Agent {
       budget: new TokenBudget(this.#config.budget),
       nudged: false,
       signal,
+      call: 0,
+      replayed: false,
     };
 
     for (let index = 0; ; index += 1) {
@@ -317,24 +343,71 @@ export class Agent {
   // waiting agent (a fan-out keeps thousands waiting on their model at once).
   #callModel(state: RunState, index: number): Promise<ModelResponse> {
     const tools = this.#tools.schemas();
+    const call = this.#calls;
+    this.#calls += 1;
+    state.call = call;
+    state.replayed = false;
+    const journal = this.#config.journal;
+    const hash = journal === undefined ? undefined : requestHash(state.messages, tools);
+    const recorded = hash === undefined ? undefined : this.#recorded(call, hash);
     this.#emit({
       type: 'model.request',
       step: index,
       messages: state.messages.length,
       tools: tools.length,
+      ...(recorded === undefined ? {} : { replayed: true }),
     });
+    if (recorded !== undefined) {
+      state.replayed = true;
+      // No new tokens: what the recorded call cost is what the resume saved.
+      const response: ModelResponse = { ...recorded, usage: NO_USAGE };
+      this.#responded(response, recorded.usage);
+      return Promise.resolve(response);
+    }
     const request: ModelRequest =
       tools.length > 0
         ? { messages: state.messages, tools, caller: { name: this.name, role: this.#config.role } }
         : { messages: state.messages, caller: { name: this.name, role: this.#config.role } };
-    return callModel(this.#config.model, request, {
+    const called = callModel(this.#config.model, request, {
       stream: this.#config.stream ?? true,
       signal: state.signal,
       onDelta: this.#onDelta,
-    }).then(this.#responded);
+    });
+    if (journal === undefined || hash === undefined) return called.then(this.#respondedLive);
+    return called.then((response) => {
+      // Journaled before the event that announces it.
+      journal.record({ kind: 'model', step: call, hash, response });
+      return this.#respondedLive(response);
+    });
   }
 
-  readonly #responded = (response: ModelResponse): ModelResponse => {
+  // The recorded response of model call `call`, when the journal has one for this very request.
+  #recorded(call: number, hash: string): ModelResponse | undefined {
+    const replay = this.#replay;
+    if (replay === undefined) return undefined;
+    const entry = replay.model(call);
+    if (entry === undefined) {
+      // The journal ran out: live from here on.
+      this.#replay = undefined;
+      return undefined;
+    }
+    if (entry.hash !== hash) {
+      this.#replay = undefined;
+      this.#emit({
+        type: 'journal.diverged',
+        step: call,
+        reason: `model call ${call} asks something other than what the journal recorded (the conversation, the system prompt or the tools changed), so it goes live from here.`,
+      });
+      return undefined;
+    }
+    return entry.response;
+  }
+
+  readonly #respondedLive = (response: ModelResponse): ModelResponse =>
+    this.#responded(response, undefined);
+
+  #responded(response: ModelResponse, replayedUsage: Usage | undefined): ModelResponse {
+    const replay = replayedUsage === undefined ? {} : { replayed: true as const, replayedUsage };
     this.#emit(
       response.thinking === undefined
         ? {
@@ -343,6 +416,7 @@ export class Agent {
             toolCalls: response.toolCalls,
             usage: response.usage,
             stopReason: response.stopReason,
+            ...replay,
           }
         : {
             type: 'model.response',
@@ -351,10 +425,11 @@ export class Agent {
             thinking: response.thinking,
             usage: response.usage,
             stopReason: response.stopReason,
+            ...replay,
           },
     );
     return response;
-  };
+  }
 
   readonly #onDelta = (delta: Delta): void => {
     this.#emit({ type: 'model.delta', kind: delta.kind, text: delta.text });
@@ -399,15 +474,57 @@ export class Agent {
       agentId: this.agentId,
       role: this.#config.role,
     };
-    for (const call of toolCalls) {
-      this.#emit({ type: 'tool.call', callId: call.id, name: call.name, input: call.arguments });
+    const journal = this.#config.journal;
+    const step = state.call;
+    // What the journal says of each call of a replayed step: its result, or that it had started.
+    const recorded = toolCalls.map((call) => this.#recordedTool(state, call));
+    for (let position = 0; position < toolCalls.length; position += 1) {
+      const call = toolCalls[position] as ToolCall;
+      this.#emit({
+        type: 'tool.call',
+        callId: call.id,
+        name: call.name,
+        input: call.arguments,
+        ...(typeof recorded[position] === 'object' ? { replayed: true } : {}),
+      });
     }
     // Calls of one turn run concurrently; results go back in the order the model asked.
     const results = await Promise.all(
-      toolCalls.map(async (call) => {
+      toolCalls.map(async (call, position) => {
         const started = performance.now();
-        const result = await this.#tools.call(call, context);
-        const durationMs = Math.max(0, performance.now() - started);
+        const earlier = recorded[position];
+        let result: ToolResult;
+        if (typeof earlier === 'object') result = earlier;
+        else if (earlier === 'interrupted') result = INTERRUPTED_RESULT;
+        else {
+          const tool = this.#tools.get(call.name);
+          // At-most-once: the intent is durable before a tool that is not idempotent runs.
+          if (
+            journal !== undefined &&
+            tool !== undefined &&
+            !tool.idempotent &&
+            tool.replay !== 'rerun'
+          )
+            await journal.intend({ kind: 'tool.started', step, callId: call.id, name: call.name });
+          result = await this.#tools.call(call, context);
+        }
+        if (
+          journal !== undefined &&
+          typeof earlier !== 'object' &&
+          this.#tools.get(call.name)?.replay !== 'rerun'
+        ) {
+          const entry: JournalEntry = {
+            kind: 'tool',
+            step,
+            callId: call.id,
+            name: call.name,
+            result,
+          };
+          journal.record(entry);
+        }
+        const durationMs =
+          typeof earlier === 'object' ? 0 : Math.max(0, performance.now() - started);
+        const replayed = typeof earlier === 'object' ? { replayed: true } : {};
         this.#emit(
           result.ok
             ? {
@@ -417,6 +534,7 @@ export class Agent {
                 ok: result.ok,
                 content: result.content,
                 durationMs,
+                ...replayed,
               }
             : {
                 type: 'tool.result',
@@ -426,6 +544,7 @@ export class Agent {
                 content: result.content,
                 error: result.error,
                 durationMs,
+                ...replayed,
               },
         );
         if (this.onToolResult !== undefined) {
@@ -449,6 +568,22 @@ export class Agent {
       if (!result.ok) message.isError = true;
       state.messages.push(message);
     }
+  }
+
+  /**
+   * A replayed step's call: its recorded result (never run again), or
+   * `interrupted` when it had started, no result was recorded and the tool is
+   * not idempotent (at-most-once); undefined when it runs (live, an
+   * idempotent tool, or one whose replay is `rerun`).
+   */
+  #recordedTool(state: RunState, call: ToolCall): ToolResult | 'interrupted' | undefined {
+    if (!state.replayed || this.#replay === undefined) return undefined;
+    const tool = this.#tools.get(call.name);
+    if (tool?.replay === 'rerun') return undefined;
+    const earlier = this.#replay.tool(state.call, call.id);
+    if (earlier === undefined) return undefined;
+    if (earlier !== 'started') return earlier;
+    return tool === undefined || tool.idempotent === true ? undefined : 'interrupted';
   }
 
   async #maybeCompress(state: RunState): Promise<void> {

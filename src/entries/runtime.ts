@@ -2,13 +2,16 @@
  * `troupe/runtime`: what builds on the runtime rather than with it — the
  * transport interface, mailbox and budget types, the coordinator as an
  * actor, the agent loop's budget and history helpers, the event schema and
- * error (de)serialisation for code that crosses its own process boundary.
+ * error (de)serialisation for code that crosses its own process boundary,
+ * and the run journal (durable runs: resume without paying twice).
  */
 
 export type { BudgetState, TokenBudgetLimits } from '../agent/budget.js';
 export { TokenBudget } from '../agent/budget.js';
 export type { CompressionOptions } from '../agent/history.js';
 export { closePendingToolCalls, estimateTokens } from '../agent/history.js';
+export type { AgentJournal, JournalEntry } from '../agent/journal.js';
+export { INTERRUPTED_RESULT, JournalEntrySchema, requestHash } from '../agent/journal.js';
 export { deserializeError, SerializedErrorSchema, serializeError } from '../errors.js';
 export type {
   EventEnvelope,
@@ -31,6 +34,8 @@ export type { ModelPrice, UsageTotals } from '../runtime/budget/usage-ledger.js'
 export type { MailboxOptions, OverflowPolicy } from '../runtime/messaging/mailbox.js';
 export type { NatsRunOptions } from '../runtime/nats-setup.js';
 export { createNatsTransport, listNodes, startWorkerNode } from '../runtime/nats-setup.js';
+export type { Journal, JournalContents, JournalNote } from '../runtime/resume/journal.js';
+export { FileJournal, readJournal } from '../runtime/resume/journal.js';
 export type { ThreadLimits } from '../runtime/runtime-options.js';
 export type { LocalTransportOptions } from '../runtime/wire/local-transport.js';
 export { LocalTransport } from '../runtime/wire/local-transport.js';

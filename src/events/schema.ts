@@ -97,6 +97,8 @@ export const AgentEventSchema = z.discriminatedUnion('type', [
     step: z.number().int().nonnegative(),
     messages: z.number().int().nonnegative(),
     tools: z.number().int().nonnegative(),
+    /** Answered from the run's journal (resume): no request reaches the model. */
+    replayed: z.boolean().optional(),
   }),
   e.extend({
     type: z.literal('model.delta'),
@@ -110,12 +112,20 @@ export const AgentEventSchema = z.discriminatedUnion('type', [
     thinking: z.string().optional(),
     usage: UsageSchema,
     stopReason: StopReasonSchema.optional(),
+    /**
+     * Replayed from the run's journal (resume): `usage` is then zero (no new
+     * tokens) and `replayedUsage` is what the recorded call cost, i.e. what the resume saved.
+     */
+    replayed: z.boolean().optional(),
+    replayedUsage: UsageSchema.optional(),
   }),
   e.extend({
     type: z.literal('tool.call'),
     callId: z.string(),
     name: z.string(),
     input: z.unknown(),
+    /** Its result comes from the run's journal (resume): the tool does not run again. */
+    replayed: z.boolean().optional(),
   }),
   e.extend({
     type: z.literal('tool.result'),
@@ -125,6 +135,13 @@ export const AgentEventSchema = z.discriminatedUnion('type', [
     content: z.string(),
     error: ToolErrorSchema.optional(),
     durationMs: z.number().nonnegative().optional(),
+    replayed: z.boolean().optional(),
+  }),
+  /** An agent's request no longer matches its journal (resume): it stops replaying and goes on live. */
+  e.extend({
+    type: z.literal('journal.diverged'),
+    step: z.number().int().nonnegative(),
+    reason: z.string(),
   }),
   e.extend({ type: z.literal('step'), step: StepSchema }),
   e.extend({

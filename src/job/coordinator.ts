@@ -13,6 +13,7 @@ import type { RetryPolicy } from '../roles/role.js';
 import type { ActorResult, AgentRef } from '../runtime/actors/actor.js';
 import { sendToChild, waitForChildren } from '../runtime/actors/children.js';
 import { runDelegation } from '../runtime/actors/delegation.js';
+import { agentJournal } from '../runtime/resume/journal.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { createBuiltinRegistry } from '../tools/catalogue.js';
 import { ToolRegistry } from '../tools/registry.js';
@@ -42,6 +43,8 @@ export interface CoordinatorOptions {
    * with the same knobs as a role's (default DEFAULT_RETRY); `'fail_fast'` never retries.
    */
   retry?: RetryPolicy | 'fail_fast' | undefined;
+  /** The coordinator's journal key (runJob sets it when the runtime keeps a journal). */
+  journalKey?: string | undefined;
 }
 
 /** The sub-agents a coordinator started, shared between its turns. */
@@ -144,6 +147,9 @@ function buildCoordinator(
     maxSteps: options.maxSteps ?? 20,
     events: runtime.events,
     beforeFinal: () => state.beforeFinal(),
+    ...(runtime.journal === undefined || options.journalKey === undefined
+      ? {}
+      : { journal: agentJournal(runtime.journal, options.journalKey) }),
     ...(options.stream === undefined ? {} : { stream: options.stream }),
     toolContext: {
       workspace: settings.workspace,
@@ -278,7 +284,8 @@ export async function runJob(options: JobOptions): Promise<JobResult> {
   let failure: unknown;
   try {
     const model = createModel(spec, runtime.toolSettings.env);
-    const agent = buildCoordinator(runtime, options, state, model);
+    const journalKey = runtime.journal === undefined ? undefined : runtime.keyOf(COORDINATOR_ID);
+    const agent = buildCoordinator(runtime, { ...options, journalKey }, state, model);
     const supervised = await runSupervised(agent, task, {
       signal: controller.signal,
       retry: options.retry,
@@ -289,7 +296,16 @@ export async function runJob(options: JobOptions): Promise<JobResult> {
     const crossing = runtime.budgetExceeded;
     // A time limit means stop; a spent token or cost budget leaves one last turn to answer with what there is.
     if (crossing !== undefined && crossing.metric !== 'time' && !signal?.aborted) {
-      const last = buildCoordinator(runtime, { ...options, delegation: false }, state, model);
+      const last = buildCoordinator(
+        runtime,
+        {
+          ...options,
+          delegation: false,
+          journalKey: journalKey === undefined ? undefined : `${journalKey}/last-turn`,
+        },
+        state,
+        model,
+      );
       last.resetHistory(result.messages);
       const done = [...state.results.values()];
       const summary =

@@ -64,11 +64,13 @@ export function describeEvent(event: AgentEvent): string | undefined {
           : []),
         ...(oneLine(event.content) !== '' ? [`says: ${cut(event.content, 160)}`] : []),
       ];
-      return parts.length === 0 ? undefined : parts.join(' | ');
+      if (parts.length === 0) return undefined;
+      return `${event.replayed === true ? 'replayed ' : ''}${parts.join(' | ')}`;
     }
     case 'tool.call':
-      return `call ${event.name} ${cut(json(event.input), 120)}`;
+      return `${event.replayed === true ? 'replayed ' : ''}call ${event.name} ${cut(json(event.input), 120)}`;
     case 'tool.result':
+      if (event.replayed === true) return `replayed ${event.ok ? 'ok' : 'failed'} ${event.name}`;
       return event.ok
         ? `ok ${event.name}: ${cut(event.content, 100)}`
         : `failed ${event.name}: ${oneLine(event.error?.message ?? event.content)}`;
@@ -83,6 +85,8 @@ export function describeEvent(event: AgentEvent): string | undefined {
       return `history compressed: ${event.beforeMessages} → ${event.afterMessages} messages, ${event.beforeTokens} → ${event.afterTokens} tokens`;
     case 'warning.raised':
       return `warning: ${oneLine(event.message)}`;
+    case 'journal.diverged':
+      return `journal diverged at model call ${event.step}: ${cut(event.reason, 160)}`;
     case 'callback.error':
       return `callback error in ${event.callback}: ${oneLine(event.error.message)}`;
   }

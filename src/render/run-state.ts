@@ -48,6 +48,11 @@ export class RunState {
   lastTs = 0;
   readonly agents = new Map<string, AgentView>();
   readonly roots: string[] = [];
+  /** Model calls answered from the journal (a resume), and the tokens they did not spend again. */
+  replayedCalls = 0;
+  replayedUsage: Usage = { inputTokens: 0, outputTokens: 0 };
+  /** Agents whose journal no longer matched (they went live). */
+  diverged = 0;
   readonly #price: PriceFunction | undefined;
 
   constructor(options: { price?: PriceFunction | undefined } = {}) {
@@ -111,7 +116,7 @@ export class RunState {
         agent.progress = `nudged: ${event.reason}`;
         break;
       case 'model.request':
-        agent.activity = 'thinking';
+        agent.activity = event.replayed === true ? 'replaying from the journal' : 'thinking';
         break;
       case 'model.delta':
         agent.activity =
@@ -122,6 +127,11 @@ export class RunState {
               : 'preparing a tool call';
         break;
       case 'model.response':
+        if (event.replayed === true) {
+          this.replayedCalls += 1;
+          if (event.replayedUsage !== undefined)
+            this.replayedUsage = addUsage(this.replayedUsage, event.replayedUsage);
+        }
         agent.usage = addUsage(agent.usage, event.usage);
         agent.costUsd += this.#price?.(agent.model, event.usage) ?? 0;
         agent.activity =
@@ -157,6 +167,10 @@ export class RunState {
         break;
       case 'history.compressed':
         agent.progress = `history compressed: ${event.beforeMessages} → ${event.afterMessages} messages`;
+        break;
+      case 'journal.diverged':
+        this.diverged += 1;
+        agent.progress = `journal diverged at model call ${event.step}: going live`;
         break;
       case 'callback.error':
       case 'warning.raised':

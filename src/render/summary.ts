@@ -90,6 +90,12 @@ export function summaryLines(
     ...(showCost ? ['cost'] : []),
     'agent time',
   ];
+  const resumed =
+    state.replayedCalls > 0 || state.diverged > 0
+      ? [
+          `  resumed: ${state.replayedCalls} model call${state.replayedCalls === 1 ? '' : 's'} replayed from the journal, ${formatTokens(totalTokens(state.replayedUsage))} tokens saved${state.diverged > 0 ? ` · ${state.diverged} agent${state.diverged === 1 ? '' : 's'} diverged from the journal and went live` : ''}`,
+        ]
+      : [];
   const rows = roles.map((role) =>
     rowFor(
       role,
@@ -102,6 +108,7 @@ export function summaryLines(
     palette.bold(headline),
     ...lines.map((line, index) => (index === 0 ? palette.dim(`  ${line}`) : `  ${line}`)),
     ...failureLines(agents, palette, width),
+    ...resumed,
   ];
 }
 

@@ -115,6 +115,8 @@ export function delegationTools(
   return [
     defineTool({
       name: 'delegate',
+      // Re-run on resume: the sub-agents are journaled themselves (stored results, their own journals).
+      replay: 'rerun',
       description: options.delegateDescription ?? DELEGATE_DESCRIPTION,
       parameters: delegateInputSchema(roles),
       execute: async (input, context) => {
@@ -131,6 +133,8 @@ export function delegationTools(
     }),
     defineTool({
       name: 'spawn_agent',
+      // Re-run on resume: the sub-agents are journaled themselves (stored results, their own journals).
+      replay: 'rerun',
       description: SPAWN_AGENT_DESCRIPTION,
       parameters: z.object({
         role: roleSchema.describe('The role of the sub-agent.'),
@@ -141,6 +145,8 @@ export function delegationTools(
     }),
     defineTool({
       name: 'wait_agents',
+      // Re-run on resume: the sub-agents are journaled themselves (stored results, their own journals).
+      replay: 'rerun',
       description: WAIT_AGENTS_DESCRIPTION,
       parameters: z.object({
         ids: z.array(z.string()).min(1).describe('Agent ids, e.g. ["researcher-1"].'),

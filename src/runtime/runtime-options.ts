@@ -10,6 +10,7 @@ import { type SandboxPolicy, SandboxPolicySchema } from '../tools/sandbox-policy
 import { type ApprovalRequest, type PermissionTier, PermissionTierSchema } from '../tools/tool.js';
 import type { TreeBudgetLimits } from './budget/tree-budget.js';
 import type { ModelPrice } from './budget/usage-ledger.js';
+import type { Journal } from './resume/journal.js';
 import type { Transport } from './wire/transport.js';
 
 /** Memory limits of each worker thread (Node's `resourceLimits`), in megabytes. */
@@ -52,6 +53,12 @@ export interface RuntimeOptions {
   approve?: ((request: ApprovalRequest) => Promise<boolean>) | undefined;
   /** Store completed results in `dir`; with `reuse`, a spawn whose result is stored returns it at once. */
   results?: { dir: string; reuse: boolean } | undefined;
+  /**
+   * The run's journal (see FileJournal): every model response and tool
+   * result of every agent is recorded, and what it already holds is replayed
+   * (resume, retries after a thread died), so no finished step is paid for twice.
+   */
+  journal?: Journal | undefined;
   /** How deep delegation may go below the coordinator (default 3). */
   maxDepth?: number | undefined;
   /**

@@ -27,7 +27,9 @@ import { UsageLedger, type UsageTotals } from './budget/usage-ledger.js';
 import { Mailbox } from './messaging/mailbox.js';
 import { Router } from './messaging/router.js';
 import { createPoolTransport, createToolPool } from './pool-transport.js';
+import type { Journal } from './resume/journal.js';
 import { ResultStore } from './resume/result-store.js';
+import { SpawnKeys } from './resume/spawn-keys.js';
 import { type RuntimeOptions, validateRuntimeOptions } from './runtime-options.js';
 import type { ToolPool } from './wire/tool-pool.js';
 
@@ -53,6 +55,9 @@ export class Runtime {
   readonly #ledger: UsageLedger;
   readonly #guard: BudgetGuard;
   readonly #store: ResultStore | undefined;
+  readonly #journal: Journal | undefined;
+  // Stable spawn keys, for stored results and the journal.
+  readonly #keys: SpawnKeys | undefined;
   readonly #scheduler: Scheduler;
   readonly #lifecycle: ActorLifecycle;
   readonly #link: HostLink;
@@ -79,6 +84,9 @@ export class Runtime {
     this.#graceMs = options.cancelGraceMs ?? 5000;
     this.#ledger = new UsageLedger(options.prices);
     this.#store = options.results === undefined ? undefined : new ResultStore(options.results);
+    this.#journal = options.journal;
+    this.#keys =
+      this.#store !== undefined || this.#journal !== undefined ? new SpawnKeys() : undefined;
     this.#tools = new ToolIndex(options.toolModules ?? [], options.mcp);
     this.#router = new Router({
       deliver: (actorId, message) => this.#deliver(actorId, message),
@@ -100,6 +108,8 @@ export class Runtime {
         },
         error: (error, fatal) => this.#onTransportError(error, fatal),
         closedFor: (actorId) => this.#router.closedFor(actorId),
+        journalFor: (record) =>
+          record.key === undefined ? undefined : this.#journal?.entries(record.key),
       },
       options.maxActorsPerThread ?? 5000,
     );
@@ -109,6 +119,7 @@ export class Runtime {
       router: this.#router,
       ledger: this.#ledger,
       store: this.#store,
+      journal: this.#journal,
       supervisor: new Supervisor(),
       emit: (agentId, payload) => this.#emit(agentId, payload),
       graceMs: this.#graceMs,
@@ -135,6 +146,11 @@ export class Runtime {
         this.#toolPool ??= createToolPool(this.runId, options);
         return this.#toolPool.call(request, hooks);
       },
+      journal: (actorId, entry) => {
+        const key = this.#table.get(actorId)?.key;
+        if (key !== undefined) this.#journal?.append(key, entry);
+      },
+      flushJournal: () => this.#journal?.flush(),
     });
     this.#guard = new BudgetGuard({
       limits: options.budget,
@@ -184,6 +200,16 @@ export class Runtime {
       this.bus.adopt(checkEvent(event));
     },
   };
+
+  /** The run's journal, when it keeps one. */
+  get journal(): Journal | undefined {
+    return this.#journal;
+  }
+
+  /** The stable key of an agent (its stored result's and journal's), or its id when the run keeps neither. */
+  keyOf(agentId: string): string {
+    return this.#table.node(agentId).key;
+  }
 
   /** The model of roles that name none. */
   get defaultModel(): ModelSpec {
@@ -244,7 +270,7 @@ export class Runtime {
    */
   registerRoot(agentId: string, options: { model: ModelSpec; task: string }): void {
     if (this.#table.has(agentId)) return;
-    this.#table.addRoot(agentId, this.#store?.nextKey(agentId, options.task, '') ?? agentId);
+    this.#table.addRoot(agentId, this.#keys?.next(agentId, options.task, '') ?? agentId);
     this.#ledger.register(agentId, undefined, modelName(options.model));
   }
 
@@ -266,7 +292,7 @@ export class Runtime {
       options.input === undefined
         ? task
         : `${task}\n\nInput:\n${JSON.stringify(options.input, null, 2)}`;
-    const key = this.#store?.nextKey(resolved.name, fullTask, parent?.key ?? '');
+    const key = this.#keys?.next(resolved.name, fullTask, parent?.key ?? '');
     const id = this.#table.nextId(resolved.name);
     const stored = key === undefined ? undefined : this.#store?.get(key);
     // A finished result from an earlier run: no agent.spawned, no actor; what it published goes out again.
@@ -281,6 +307,15 @@ export class Runtime {
       mailbox: new Mailbox(id, resolved.mailbox),
     });
     record.key = key;
+    if (key !== undefined) {
+      this.#journal?.note({
+        kind: 'spawn',
+        key,
+        id,
+        role: resolved.name,
+        parentKey: parent?.key ?? '',
+      });
+    }
     this.#admission.admit(record, options);
     return createAgentRef(record, {
       steer: (target, message) => this.#steer(target, message),

@@ -58,6 +58,7 @@ const VALID: Array<Record<string, unknown>> = [
     beforeTokens: 900,
     afterTokens: 200,
   },
+  { ...envelope, type: 'journal.diverged', step: 2, reason: 'the request changed' },
   { ...envelope, type: 'callback.error', callback: 'onStep', error },
   { ...envelope, type: 'warning.raised', source: 'console', message: 'The model is deprecated' },
 ];

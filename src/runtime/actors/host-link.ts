@@ -1,3 +1,4 @@
+import type { JournalEntry } from '../../agent/journal.js';
 import { errorMessage, plainError, TroupeError } from '../../errors.js';
 import type { EventBus } from '../../events/bus.js';
 import { looksLikeEvent } from '../../events/event-check.js';
@@ -33,6 +34,10 @@ export interface HostLinkDeps {
   emit(agentId: string, payload: EventPayload): void;
   /** Runs a user tool's call on the tool pool (when the run isolates tools). */
   toolCall?: ((request: ToolCallRequest, hooks: ToolCallHooks) => ToolCallHandle) | undefined;
+  /** Appends an actor's journal record (no-op without a journal). */
+  journal(actorId: string, entry: JournalEntry): void;
+  /** Makes appended journal records durable. */
+  flushJournal(): void;
 }
 
 type Item<TType extends WorkerToMain['type']> = Extract<WorkerToMain, { type: TType }>;
@@ -103,6 +108,17 @@ export class HostLink {
         case 'tool.cancelled':
           this.#toolCalls.get(hostId)?.get(item.requestId)?.handle.cancel();
           break;
+        case 'journal.entry':
+          this.#deps.journal(item.actorId, item.entry as JournalEntry);
+          break;
+        case 'journal.intent':
+          this.#deps.journal(item.actorId, item.entry as JournalEntry);
+          this.#deps.flushJournal();
+          this.#deps.scheduler.reply(hostId, {
+            type: 'journal.answered',
+            requestId: item.requestId,
+          });
+          break;
         case 'host.error':
         case 'host.ready':
         // Journal records are the transport's (a NATS node stores them); the runtime never asks for them.
@@ -110,6 +126,8 @@ export class HostLink {
           break;
       }
     }
+    // Before anything of this batch can reach the trace by its timer: what it shows as done is journaled.
+    this.#deps.flushJournal();
   }
 
   /** A host is gone: the pooled tool calls its actors made are given up. */

@@ -3,6 +3,7 @@ import type { AgentStatus, AgentStopReason, EventPayload } from '../../events/sc
 import { parseRoleOutput } from '../../roles/role.js';
 import type { UsageLedger } from '../budget/usage-ledger.js';
 import type { Router } from '../messaging/router.js';
+import type { Journal } from '../resume/journal.js';
 import type { ResultStore } from '../resume/result-store.js';
 import type { ActorOutcome } from '../wire/protocol.js';
 import type { ActorRecord, ActorResult } from './actor.js';
@@ -28,6 +29,7 @@ export interface LifecycleDeps {
   router: Router;
   ledger: UsageLedger;
   store: ResultStore | undefined;
+  journal: Journal | undefined;
   supervisor: Supervisor;
   emit(agentId: string, payload: EventPayload): void;
   /** How long a cancelled actor gets before its thread is stopped, in milliseconds. */
@@ -195,6 +197,14 @@ export class ActorLifecycle {
       } catch {
         // A result that cannot be stored only costs a re-run on resume.
       }
+    }
+    const { journal } = this.#deps;
+    if (journal !== undefined && record.key !== undefined) {
+      journal.note({ kind: 'finish', key: record.key, id: record.id, status });
+      // A completed actor comes back from its stored result; its steps are not needed again.
+      if (status === 'completed') journal.release(record.key);
+      // The trace flushes at agent.finished: the journal is written first.
+      journal.flush();
     }
     this.#deps.emit(record.id, {
       type: 'agent.finished',

@@ -1,3 +1,4 @@
+import type { JournalEntry } from '../../agent/journal.js';
 import type { TroupeError } from '../../errors.js';
 import type { ModelSpec } from '../../model/model.js';
 import { type AnyRole, toRoleSpec } from '../../roles/role.js';
@@ -12,6 +13,8 @@ export interface SchedulerEvents {
   error(error: TroupeError, fatal: boolean): void;
   /** Channels already closed for an actor (a (re)started attempt is told again). */
   closedFor(actorId: string): readonly string[];
+  /** What the run's journal holds for an actor, replayed by a (re)started attempt. */
+  journalFor(record: ActorRecord): readonly JournalEntry[] | undefined;
 }
 
 /**
@@ -136,6 +139,7 @@ export class Scheduler {
     record.attempt += 1;
     this.#load.set(hostId, (this.#load.get(hostId) ?? 0) + 1);
     const send = (item: MainToWorkerInput): void => this.#transport.send(hostId, item);
+    const journal = this.#events.journalFor(record);
     send({
       type: 'actor.start',
       actorId: record.id,
@@ -145,6 +149,7 @@ export class Scheduler {
       task: record.task,
       attempt: record.attempt,
       ...(record.key === undefined ? {} : { key: record.key }),
+      ...(journal === undefined || journal.length === 0 ? {} : { entries: [...journal] }),
     });
     // Behind the start, on the same port: every message the actor was sent so
     // far (a restarted attempt reads them again), then its closed channels.

@@ -1,3 +1,4 @@
+import type { AgentJournal } from '../../agent/journal.js';
 import { errorMessage, serializeError, TroupeError } from '../../errors.js';
 import { checkEvent } from '../../events/event-check.js';
 import type { UnsequencedEvent } from '../../events/schema.js';
@@ -210,6 +211,9 @@ export class ActorHost {
         this.#toolProgress.delete(item.requestId);
         this.#answer(item.requestId, item);
         return;
+      case 'journal.answered':
+        this.#answer(item.requestId, undefined);
+        return;
       case 'host.shutdown':
         this.#stop();
         return;
@@ -281,6 +285,7 @@ export class ActorHost {
         turn: (final) => this.#out.push({ type: 'actor.turn', actorId: id, final }),
         requests: this.#requests,
         env: this.#env,
+        journal: this.#config.journal === true ? this.#journalOf(start) : undefined,
       });
     } catch (error) {
       // A role or model this host cannot build fails the actor, not the thread.
@@ -347,6 +352,18 @@ export class ActorHost {
           this.#out.push({ type: 'journal.record', actorId, step, response })
       : undefined;
     return new ReplayModel(model, journal.replay, record);
+  }
+
+  // The actor's side of the run's journal: records go to the main thread ahead of their events.
+  #journalOf(start: Extract<MainToWorker, { type: 'actor.start' }>): AgentJournal {
+    const actorId = start.actorId;
+    return {
+      // On a NATS worker node the node's journal replays the model responses (ReplayModel); these entries only record.
+      recorded: start.journal === undefined ? (start.entries ?? []) : [],
+      record: (entry) => this.#out.push({ type: 'journal.entry', actorId, entry }),
+      intend: (entry) =>
+        this.#request<void>((requestId) => ({ type: 'journal.intent', requestId, actorId, entry })),
+    };
   }
 
   // Validated here, in the worker: the main thread only stamps the seq.

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Agent } from '../../agent/agent.js';
+import type { AgentJournal } from '../../agent/journal.js';
 import { serializeError, TroupeError } from '../../errors.js';
 import { makeEvent } from '../../events/envelope.js';
 import type { EventPayload, UnsequencedEvent } from '../../events/schema.js';
@@ -55,6 +56,8 @@ export interface HostedActorOptions {
   turn(final: string): void;
   requests: HostRequests;
   env?: NodeJS.ProcessEnv | undefined;
+  /** The actor's side of the run's journal, when the run keeps one. */
+  journal?: AgentJournal | undefined;
   /** Settles when the actor's tools are ready (its MCP servers started); a rejection fails the actor. */
   ready?: Promise<unknown> | undefined;
 }
@@ -263,6 +266,7 @@ export class HostedActor {
       budget: role.budget,
       stream: role.stream,
       inbox: () => this.#take(),
+      journal: this.#options.journal,
     });
   }
 

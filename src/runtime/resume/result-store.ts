@@ -1,9 +1,9 @@
-import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { type ActorResult, ActorResultSchema } from '../../roles/result.js';
 import { type PublishedMessage, PublishedMessageSchema } from '../messaging/router.js';
+import { SpawnKeys } from './spawn-keys.js';
 
 /** One stored result on disk: `<dir>/<key>.json`. */
 export const StoredResultSchema = z.object({
@@ -37,7 +37,7 @@ export interface ReusableResult {
 export class ResultStore {
   readonly dir: string;
   readonly reuse: boolean;
-  readonly #seen = new Map<string, number>();
+  readonly #keys = new SpawnKeys();
 
   constructor(options: { dir: string; reuse: boolean }) {
     this.dir = options.dir;
@@ -46,10 +46,7 @@ export class ResultStore {
 
   /** The key of the next spawn of (role, task) under a parent whose key is `parentKey`. */
   nextKey(role: string, task: string, parentKey: string): string {
-    const triple = JSON.stringify([role, task, parentKey]);
-    const occurrence = this.#seen.get(triple) ?? 0;
-    this.#seen.set(triple, occurrence + 1);
-    return createHash('sha256').update(`${triple}#${occurrence}`).digest('hex').slice(0, 32);
+    return this.#keys.next(role, task, parentKey);
   }
 
   /** The completed result stored under `key` and its publications, when reuse is on and one exists. */

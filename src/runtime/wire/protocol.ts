@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { JournalEntrySchema } from '../../agent/journal.js';
 import { ErrorCodeSchema, SerializedErrorSchema, TroupeError } from '../../errors.js';
 import { AgentStopReasonSchema, type UnsequencedEvent } from '../../events/schema.js';
 import { McpServerConfigSchema } from '../../mcp/config.js';
@@ -29,6 +30,8 @@ export const HostConfigSchema = z.object({
   env: z.record(z.string(), z.string()).optional(),
   /** True when the main thread answers approval requests. */
   hasApprove: z.boolean(),
+  /** True when the main thread keeps a journal: actors send their records and intents. */
+  journal: z.boolean().optional(),
   /** Run shell and python without the OS sandbox (bubblewrap): the run's `--unsafe-no-sandbox`. */
   unsafeNoSandbox: z.boolean().optional(),
   /** The run's sandbox policy: limits, protected-path writes, egress domains. */
@@ -101,6 +104,14 @@ export const ActorStartSchema = z.object({
    * each live response is sent back as `journal.record`.
    */
   journal: z.object({ replay: z.array(ModelResponseSchema), record: z.boolean() }).optional(),
+  /** What the run's journal (RuntimeOptions.journal) holds for this actor (resume, retry): replayed before it goes live. */
+  entries: z.array(JournalEntrySchema).optional(),
+});
+
+// A record from a worker is written as it came (checked whole when a resume reads it); only its shape is checked here.
+const JournalWireEntrySchema = z.looseObject({
+  kind: z.enum(['model', 'tool.started', 'tool']),
+  step: z.number().int().nonnegative(),
 });
 
 export const MainToWorkerSchema = z.discriminatedUnion('type', [
@@ -156,6 +167,8 @@ export const MainToWorkerSchema = z.discriminatedUnion('type', [
     content: z.string(),
     code: ErrorCodeSchema.optional(),
   }),
+  /** A journal intent is durable: the tool may run. */
+  z.object({ type: z.literal('journal.answered'), requestId: z.number().int() }),
   z.object({ type: z.literal('host.shutdown') }),
 ]);
 export type MainToWorker = z.infer<typeof MainToWorkerSchema>;
@@ -211,6 +224,19 @@ export const WorkerToMainSchema = z.discriminatedUnion('type', [
   }),
   /** The actor gave up on a pooled tool call (it was cancelled). */
   z.object({ type: z.literal('tool.cancelled'), requestId: z.number().int() }),
+  /** An entry for the run's journal (a model response, a tool result), ahead of the event that announces it. */
+  z.object({
+    type: z.literal('journal.entry'),
+    actorId: z.string(),
+    entry: JournalWireEntrySchema,
+  }),
+  /** A tool that is not idempotent is about to run: answered once the intent is durable. */
+  z.object({
+    type: z.literal('journal.intent'),
+    requestId: z.number().int(),
+    actorId: z.string(),
+    entry: JournalWireEntrySchema,
+  }),
   z.object({ type: z.literal('host.error'), error: SerializedErrorSchema }),
   /** A live model response of a journaled actor: call number `step` (from 1) of the actor. */
   z.object({

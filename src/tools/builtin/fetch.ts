@@ -188,6 +188,7 @@ export function createFetchTool(options: FetchToolOptions = {}): Tool<FetchUrlIn
       'Fetches one web page or text document over http(s) and returns its readable text (HTML is reduced to text with links). Only public internet addresses; binary content is refused; long bodies are cut at maxBytes. Failures are not retried: decide yourself whether to try again.',
     parameters: FetchUrlInputSchema,
     tiers: ['network'],
+    idempotent: true,
     execute: async (input, context) => {
       let url: URL;
       try {

@@ -52,6 +52,7 @@ export const listDirTool: Tool<ListDirInput, string> = defineTool({
     'Lists a folder in the workspace: one line per entry with its type (dir, file, symlink) and size. Paths in the output are relative to the workspace root. Set recursive to list subfolders (depth and limit bound it).',
   parameters: ListDirInputSchema,
   tiers: ['read'],
+  idempotent: true,
   execute: async (input, context) => {
     const requested = input.path ?? '.';
     const resolved = await resolveInScope({ root: context.workspace }, requested);

@@ -98,6 +98,7 @@ export const readFileTool: Tool<ReadFileInput, string> = defineTool({
   description: `Reads a UTF-8 text file in the workspace. Returns up to ${DEFAULT_READ_LENGTH} characters by default; when the file is longer, a notice says how to read the rest with offset and length. Binary files are refused.`,
   parameters: ReadFileInputSchema,
   tiers: ['read'],
+  idempotent: true,
   execute: async (input, context) => {
     const { text, relative } = await readTextFile(context.workspace, input.path);
     const offset = input.offset ?? 0;

@@ -8,6 +8,7 @@ import { defineTool } from '../tool.js';
  */
 export const reportProgressTool = defineTool({
   name: 'report_progress',
+  idempotent: true,
   description:
     'Report progress to whoever supervises you (one short line, such as "read 3 of 5 files"), without ending your work. Use it on long tasks; it does not replace your final answer.',
   parameters: z.object({

@@ -165,6 +165,7 @@ export function createSearchFilesTool(
       'Searches workspace files for a regular expression, line by line. Returns "path:line: text" for each match, up to maxResults. Narrow it with path and glob. .git and node_modules are skipped; symlinks are not followed.',
     parameters: SearchFilesInputSchema,
     tiers: ['read'],
+    idempotent: true,
     execute: async (input, context) => {
       let pattern: RegExp;
       let glob: RegExp | null = null;

@@ -45,6 +45,8 @@ export function createWriteFileTool(
       'Writes a complete text file (creating parent folders) and reports the bytes written. An existing file is replaced atomically and its previous version kept as <file>.bak. Paths are relative to the area you may write to.',
     parameters: WriteFileInputSchema,
     tiers: ['write'],
+    // An atomic write of the same content to the same path leaves the same file.
+    idempotent: true,
     execute: async (input, context) => {
       const scope = await writeScope(context);
       const label = scope.label ?? 'the workspace';

@@ -196,7 +196,8 @@ export class NatsTransport implements Transport {
       case 'approval.answered':
       case 'spawn.answered':
       case 'child.answered':
-      case 'tool.answered': {
+      case 'tool.answered':
+      case 'journal.answered': {
         const request = this.#requests.get(item.requestId);
         if (request === undefined) return;
         this.#requests.delete(item.requestId);
@@ -404,7 +405,8 @@ export class NatsTransport implements Transport {
       case 'approval.requested':
       case 'spawn.requested':
       case 'child.requested':
-      case 'tool.requested': {
+      case 'tool.requested':
+      case 'journal.intent': {
         const requestId = this.#nextRequest;
         this.#nextRequest += 1;
         this.#requests.set(requestId, { node, requestId: item.requestId });
@@ -412,6 +414,7 @@ export class NatsTransport implements Transport {
         return { ...item, requestId };
       }
       case 'actor.turn':
+      case 'journal.entry':
         return item;
     }
   }

@@ -484,7 +484,8 @@ export class WorkerNode {
         case 'approval.requested':
         case 'spawn.requested':
         case 'child.requested':
-        case 'tool.requested': {
+        case 'tool.requested':
+        case 'journal.intent': {
           if (run.actors.get(item.actorId)?.dropped !== false) break;
           // Ids are per thread; the coordinator sees this node's, unique across its threads.
           const requestId = nextRequestId(run);
@@ -500,6 +501,7 @@ export class WorkerNode {
         }
         case 'actor.turn':
         case 'mailbox.consumed':
+        case 'journal.entry':
           if (run.actors.get(item.actorId)?.dropped === false) run.up.push(item);
           break;
       }
@@ -609,7 +611,8 @@ export class WorkerNode {
       case 'approval.answered':
       case 'spawn.answered':
       case 'child.answered':
-      case 'tool.answered': {
+      case 'tool.answered':
+      case 'journal.answered': {
         const request = run.requests.get(item.requestId);
         if (request === undefined) return;
         run.requests.delete(item.requestId);

@@ -1,0 +1,138 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { ErrorCodeSchema } from '../errors.js';
+import { type Message, ModelResponseSchema, type ToolSchema } from '../model/types.js';
+import type { ToolResult } from '../tools/registry.js';
+
+/** A tool result as the journal keeps it (the registry's `ToolResult`). */
+export const ToolResultSchema = z.union([
+  z.object({ ok: z.literal(true), content: z.string() }),
+  z.object({
+    ok: z.literal(false),
+    content: z.string(),
+    error: z.object({ code: ErrorCodeSchema.catch('internal'), message: z.string() }),
+  }),
+]);
+
+/**
+ * One thing an agent did that a resume must not pay for again, keyed by the
+ * agent's model-call index (`step`, counted over the agent's whole life, so
+ * a subscriber's later runs go on counting):
+ *
+ * - `model`: a completed model response, whole (thinking and signatures
+ *   included), with a hash of the request that produced it;
+ * - `tool.started`: a tool call is about to run (written, and flushed,
+ *   before a tool that is not idempotent runs);
+ * - `tool`: the tool call's result.
+ */
+export const JournalEntrySchema = z.discriminatedUnion('kind', [
+  z.object({
+    kind: z.literal('model'),
+    step: z.number().int().nonnegative(),
+    hash: z.string(),
+    response: ModelResponseSchema,
+  }),
+  z.object({
+    kind: z.literal('tool.started'),
+    step: z.number().int().nonnegative(),
+    callId: z.string(),
+    name: z.string(),
+  }),
+  z.object({
+    kind: z.literal('tool'),
+    step: z.number().int().nonnegative(),
+    callId: z.string(),
+    name: z.string(),
+    result: ToolResultSchema,
+  }),
+]);
+export type JournalEntry = z.infer<typeof JournalEntrySchema>;
+
+/**
+ * An agent's side of the run's journal. `recorded` is what an earlier
+ * attempt recorded for this agent, replayed in order before the agent goes
+ * live; `record` and `intend` add to the journal as the agent works.
+ */
+export interface AgentJournal {
+  readonly recorded: readonly JournalEntry[];
+  /** Records a completed model response or tool result (batched by the journal). */
+  record(entry: JournalEntry): void;
+  /** Records that a tool call starts; resolves once that is durable, and only then does the tool run. */
+  intend(entry: Extract<JournalEntry, { kind: 'tool.started' }>): Promise<void>;
+}
+
+/** What the model reads for a call that a crash interrupted, when the tool is not idempotent. */
+export const INTERRUPTED_RESULT: ToolResult = {
+  ok: false,
+  content:
+    'This tool call was interrupted by a crash and its outcome is unknown: it may or may not have taken effect. It was not run again, because running it twice may not be safe. Check its effect if you can, then decide whether to call it again.',
+  error: {
+    code: 'tool.failed',
+    message:
+      'interrupted by a crash; outcome unknown (the tool is not idempotent, so it was not re-run)',
+  },
+};
+
+/**
+ * A short, stable hash of a model request (its messages and the tools the
+ * model is offered): a recorded response is replayed only for the same request.
+ */
+export function requestHash(messages: readonly Message[], tools: readonly ToolSchema[]): string {
+  const hash = createHash('sha256');
+  hash.update(JSON.stringify(messages));
+  for (const tool of tools)
+    hash.update(`\u0000${tool.name}\u0000${JSON.stringify(tool.parameters)}`);
+  return hash.digest('hex').slice(0, 24);
+}
+
+/**
+ * What an agent replays: the latest record of each step. A model record for
+ * step s makes every earlier record at step s or later stale (it was written
+ * after a divergence or a retry went live from there).
+ */
+export class JournalReplay {
+  readonly #models = new Map<number, Extract<JournalEntry, { kind: 'model' }>>();
+  readonly #tools = new Map<string, Extract<JournalEntry, { kind: 'tool' }>>();
+  readonly #started = new Set<string>();
+
+  constructor(entries: readonly JournalEntry[]) {
+    for (const entry of entries) {
+      if (entry.kind === 'model') {
+        this.#dropFrom(entry.step);
+        this.#models.set(entry.step, entry);
+      } else if (entry.kind === 'tool') {
+        this.#tools.set(`${entry.step}\u0000${entry.callId}`, entry);
+      } else {
+        this.#started.add(`${entry.step}\u0000${entry.callId}`);
+      }
+    }
+  }
+
+  /** True when nothing is left to replay from `step` on. */
+  exhaustedAt(step: number): boolean {
+    for (const recorded of this.#models.keys()) if (recorded >= step) return false;
+    return true;
+  }
+
+  /** The recorded response of `step`. */
+  model(step: number): Extract<JournalEntry, { kind: 'model' }> | undefined {
+    return this.#models.get(step);
+  }
+
+  /** The recorded result of a call, or `started` when it began and no result was recorded. */
+  tool(step: number, callId: string): ToolResult | 'started' | undefined {
+    const key = `${step}\u0000${callId}`;
+    const entry = this.#tools.get(key);
+    if (entry !== undefined) return entry.result as ToolResult;
+    return this.#started.has(key) ? 'started' : undefined;
+  }
+
+  #dropFrom(step: number): void {
+    for (const recorded of [...this.#models.keys()])
+      if (recorded >= step) this.#models.delete(recorded);
+    for (const [key, entry] of [...this.#tools]) if (entry.step >= step) this.#tools.delete(key);
+    for (const key of [...this.#started]) {
+      if (Number(key.slice(0, key.indexOf('\u0000'))) >= step) this.#started.delete(key);
+    }
+  }
+}

@@ -1,0 +1,98 @@
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { JournalEntry } from '../../../src/agent/journal.js';
+import { FileJournal, readJournal } from '../../../src/runtime/resume/journal.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function journalPath(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'troupe-journal-'));
+  dirs.push(dir);
+  return join(dir, 'journal.jsonl');
+}
+
+const RUN = { runId: 'run-1', task: 'the task' };
+const model = (step: number, content: string): JournalEntry => ({
+  kind: 'model',
+  step,
+  hash: `h${step}`,
+  response: {
+    content,
+    toolCalls: [],
+    thinkingParts: [{ type: 'thinking', thinking: 'hmm', signature: 'sig' }],
+    usage: { inputTokens: 3, outputTokens: 4 },
+    stopReason: 'end',
+  },
+});
+
+describe('FileJournal', () => {
+  it('writes only on flush, and reads back every record by agent key, signatures included', () => {
+    const path = journalPath();
+    const journal = new FileJournal(path, RUN);
+    journal.append('a', model(0, 'one'));
+    journal.append('b', { kind: 'tool.started', step: 0, callId: 'c', name: 'charge' });
+    journal.note({ kind: 'spawn', key: 'b', id: 'worker-1', role: 'worker', parentKey: 'a' });
+    expect(readJournal(path).entries.size).toBe(0);
+    journal.flush();
+    journal.append('a', model(1, 'two'));
+    journal.close();
+    const contents = readJournal(path);
+    expect(contents).toMatchObject({ runId: 'run-1', task: 'the task', droppedLines: 0 });
+    expect(contents.entries.get('a')).toEqual([model(0, 'one'), model(1, 'two')]);
+    expect(contents.entries.get('b')).toHaveLength(1);
+    expect(contents.notes).toEqual([
+      { kind: 'spawn', key: 'b', id: 'worker-1', role: 'worker', parentKey: 'a' },
+    ]);
+  });
+
+  it('drops a torn tail and a line that fails its checksum, and appends after the good part on reopen', () => {
+    const path = journalPath();
+    const journal = new FileJournal(path, RUN);
+    journal.append('a', model(0, 'one'));
+    journal.append('a', model(1, 'two'));
+    journal.close();
+    const text = readFileSync(path, 'utf8');
+    // The second record is altered (one character) and a half-written line follows.
+    writeFileSync(path, text.replace('"two"', '"twx"'));
+    appendFileSync(path, '1234abcd {"a":"a","e":{"kind":');
+    const read = readJournal(path);
+    expect(read.entries.get('a')).toEqual([model(0, 'one')]);
+    expect(read.droppedLines).toBe(2);
+
+    const reopened = new FileJournal(path, RUN);
+    expect(reopened.droppedLines).toBe(2);
+    expect(reopened.entries('a')).toEqual([model(0, 'one')]);
+    reopened.append('a', model(1, 'again'));
+    reopened.close();
+    expect(readJournal(path)).toMatchObject({ droppedLines: 0 });
+    expect(readJournal(path).entries.get('a')).toEqual([model(0, 'one'), model(1, 'again')]);
+  });
+
+  it('refuses the journal of another task or run, and a file that is not a journal, saying what to do', () => {
+    const path = journalPath();
+    new FileJournal(path, RUN).close();
+    expect(() => new FileJournal(path, { runId: 'run-1', task: 'another task' })).toThrow(
+      /belongs to another task .*move it away/,
+    );
+    expect(() => new FileJournal(path, { runId: 'run-2', task: 'the task' })).toThrow(
+      /belongs to run run-1/,
+    );
+    writeFileSync(path, 'hello\n');
+    expect(() => readJournal(path)).toThrow(/no journal header|not a troupe journal/);
+  });
+
+  it('forgets the entries of a released agent in memory, not on disk', () => {
+    const path = journalPath();
+    const journal = new FileJournal(path, RUN);
+    journal.append('a', model(0, 'one'));
+    journal.release('a');
+    expect(journal.entries('a')).toEqual([]);
+    journal.close();
+    expect(readJournal(path).entries.get('a')).toHaveLength(1);
+  });
+});
