@@ -203,6 +203,8 @@ describe('the run journal', () => {
       runId: 'run-r',
       threads: 1,
       toolModules: [FAULT_TOOLS, LEDGER_TOOLS],
+      // In the actor's own thread, so exit_process takes the actor's thread down.
+      toolIsolation: 'thread',
       journal,
       model: {
         provider: 'scripted',
