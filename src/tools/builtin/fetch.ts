@@ -1,24 +1,21 @@
-import { lookup } from 'node:dns/promises';
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { isIP } from 'node:net';
 import zlib from 'node:zlib';
 import { z } from 'zod';
 import { errorMessage, TroupeError } from '../../errors.js';
 import { defineTool, type Tool, type ToolContext } from '../tool.js';
-import { canonicalAddress, forbiddenAddressReason } from './address-policy.js';
+import { canonicalAddress } from './address-policy.js';
+import {
+  type HostResolver,
+  type ResolvedAddress,
+  systemResolver,
+  vetHost,
+} from './egress-policy.js';
 import { htmlToText } from './html-to-text.js';
 import { formatBytes } from './read-file.js';
 
-/** One address a host name resolved to. */
-export interface ResolvedAddress {
-  address: string;
-  family: 4 | 6;
-}
-
-/** Resolves a host name to its addresses (DNS by default; tests inject a map). */
-export type HostResolver = (hostname: string) => Promise<readonly ResolvedAddress[]>;
+export type { HostResolver, ResolvedAddress } from './egress-policy.js';
 
 /** Options for the fetch_url tool. */
 export interface FetchToolOptions {
@@ -65,21 +62,8 @@ interface Fetched {
   redirects: string[];
 }
 
-const systemResolver: HostResolver = async (hostname) => {
-  const found = await lookup(hostname, { all: true, verbatim: true });
-  return found.map((entry) => ({ address: entry.address, family: entry.family === 6 ? 6 : 4 }));
-};
-
 function refuse(message: string): never {
   throw new TroupeError('tool.refused', message);
-}
-
-function hostAllowed(hostname: string, allowHosts: readonly string[]): boolean {
-  return allowHosts.some((pattern) =>
-    pattern.startsWith('*.')
-      ? hostname.endsWith(pattern.slice(1))
-      : hostname === pattern.toLowerCase(),
-  );
 }
 
 /**
@@ -100,39 +84,9 @@ export function createFetchTool(options: FetchToolOptions = {}): Tool<FetchUrlIn
     signal: AbortSignal,
     allowHosts: readonly string[] | undefined,
   ): Promise<ResolvedAddress> {
-    const hostname = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
-    if (allowHosts !== undefined && !hostAllowed(hostname, allowHosts)) {
-      refuse(
-        `${hostname} is not on this run's host allowlist (${allowHosts.join(', ')}, from --allow-domain), so ${url.href} was not fetched.`,
-      );
-    }
-    let addresses: readonly ResolvedAddress[];
-    if (isIP(hostname) !== 0) {
-      addresses = [{ address: hostname, family: isIP(hostname) === 6 ? 6 : 4 }];
-    } else {
-      try {
-        addresses = await abortable(resolve(hostname), signal);
-      } catch (error) {
-        if (signal.aborted) throw error;
-        throw new TroupeError(
-          'tool.failed',
-          `Could not resolve ${hostname}: ${errorMessage(error)}. Check the URL.`,
-        );
-      }
-    }
-    if (addresses.length === 0)
-      throw new TroupeError('tool.failed', `${hostname} has no addresses.`);
-    for (const { address } of addresses) {
-      const reason = forbiddenAddressReason(address);
-      if (reason !== undefined && !exempt.has(canonicalAddress(address))) {
-        const via = isIP(hostname) === 0 ? ` (${hostname} resolves to ${address})` : '';
-        refuse(
-          `${url.href} points at ${reason}${via}; fetch_url only reaches public internet addresses.`,
-        );
-      }
-    }
-    // IPv4 first: hosts without an IPv6 route are common, and there is no silent fallback.
-    return [...addresses].sort((a, b) => a.family - b.family)[0] as ResolvedAddress;
+    return vetHost(url.hostname, { allowHosts, resolve, exempt }, url.href, (resolving) =>
+      abortable(resolving, signal),
+    );
   }
 
   async function fetchChecked(

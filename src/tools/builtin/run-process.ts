@@ -19,6 +19,15 @@ import { guardProtectedPaths } from '../protected-paths.js';
 import { isInside } from '../sandbox.js';
 import { scrubEnv } from '../scrub-env.js';
 import type { ToolContext } from '../tool.js';
+import {
+  type EgressProxy,
+  PROXY_SOCKET_NAME,
+  proxyEnv,
+  SANDBOX_BRIDGE_CODE,
+  SANDBOX_PROXY_FOLDER,
+  SANDBOX_PROXY_PORT,
+  startEgressProxy,
+} from './egress-proxy.js';
 import { formatBytes } from './read-file.js';
 
 /**
@@ -293,29 +302,55 @@ export async function prepareExec(
   const sandbox = await requireSandbox(request.tool, request.sandbox);
   const writable = await writableRoots(context, request.workspace);
   const programFolder = programMount(file);
+  const egress = context.grants.includes('network');
+  const node = egress ? (resolveProgram('node', env, request.workspace) ?? process.execPath) : '';
+  const nodeFolder = egress ? programMount(node) : undefined;
   return async () => {
     const guard =
       context.sandbox?.allowProtectedWrites === true
         ? { paths: [], release: async () => undefined }
         : await guardProtectedPaths(writable);
+    let proxy: EgressProxy | undefined;
     try {
+      // With the network tier, the program's only way out is troupe's filtering proxy.
+      if (egress) {
+        proxy = await startEgressProxy({
+          allowHosts: context.sandbox?.allowDomains,
+          onDenied: (target, reason) =>
+            context.progress?.(`${request.tool}: network access to ${target} denied (${reason})`),
+        });
+      }
       const args = bwrapArgs({
         program: file,
         args: request.args,
         workspace: request.workspace,
         cwd: request.cwd,
-        env,
+        env: proxy === undefined ? env : { ...env, ...proxyEnv() },
         writable,
         readOnlyOver: guard.paths,
-        readOnly: programFolder === undefined ? [] : [programFolder],
+        readOnly: [programFolder, nodeFolder].filter((folder) => folder !== undefined),
         limits,
         prlimitPath: sandbox.prlimitPath,
         hiddenPaths: defaultHiddenPaths((context.env ?? process.env)['HOME'] ?? os.homedir()),
+        ...(proxy === undefined
+          ? {}
+          : {
+              mounts: [{ source: proxy.folder, target: SANDBOX_PROXY_FOLDER }],
+              wrapper: [
+                node,
+                '-e',
+                SANDBOX_BRIDGE_CODE,
+                '--',
+                `${SANDBOX_PROXY_FOLDER}/${PROXY_SOCKET_NAME}`,
+                String(SANDBOX_PROXY_PORT),
+              ],
+            }),
       });
       // bwrap itself gets the scrubbed environment too: inside the sandbox it is PID 1,
       // and its /proc/1/environ is readable by the child.
       return await runProcess({ ...common, file: sandbox.bwrapPath, args, env });
     } finally {
+      await proxy?.close();
       await guard.release();
     }
   };
