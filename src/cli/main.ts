@@ -6,6 +6,7 @@ import { registerDemoCommand } from './commands/demo.js';
 import { registerMcpCommand } from './commands/mcp.js';
 import { registerNodesCommand } from './commands/nodes.js';
 import { registerRunCommand } from './commands/run.js';
+import { registerRunsCommand } from './commands/runs.js';
 import { registerTraceCommand } from './commands/trace.js';
 import { registerWorkerCommand } from './commands/worker.js';
 import { type CliIo, EXIT } from './context.js';
@@ -37,6 +38,7 @@ export function createProgram(io: CliIo): Command {
   registerRunCommand(program, io);
   registerChatCommand(program, io);
   registerTraceCommand(program, io);
+  registerRunsCommand(program, io);
   registerDemoCommand(program, io);
   registerWorkerCommand(program, io);
   registerNodesCommand(program, io);
@@ -87,11 +89,15 @@ export async function main(argv: readonly string[] = process.argv): Promise<numb
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  // `troupe … | head` closes the pipe early: stop writing quietly instead of crashing.
+  // `troupe … | head` closes the pipe early: stop writing quietly instead of
+  // crashing. The listener stays for the life of the process: the error of a
+  // write arrives a tick later, possibly after the command returned.
   const onPipeError = (error: NodeJS.ErrnoException): void => {
     if (error.code === 'EPIPE') interrupt.abort(new Error('output closed'));
   };
-  process.stdout.on('error', onPipeError);
+  for (const stream of [process.stdout, process.stderr]) {
+    if (stream.listenerCount('error') === 0) stream.on('error', onPipeError);
+  }
   const io: CliIo = {
     stdout: createTerminalOutput(process.stdout),
     stderr: createTerminalOutput(process.stderr),
@@ -108,6 +114,5 @@ export async function main(argv: readonly string[] = process.argv): Promise<numb
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
-    process.stdout.off('error', onPipeError);
   }
 }

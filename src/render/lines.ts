@@ -125,6 +125,10 @@ export class LineRenderer implements EventRenderer {
     this.state = new RunState({ price: options.price });
   }
 
+  observe(event: AgentEvent): void {
+    this.state.apply(event);
+  }
+
   handle(event: AgentEvent): void {
     this.state.apply(event);
     const line = formatEventLine(event);

@@ -109,6 +109,10 @@ export class LiveRenderer implements EventRenderer {
     this.draw();
   }
 
+  observe(event: AgentEvent): void {
+    this.state.apply(event);
+  }
+
   handle(event: AgentEvent): void {
     this.state.apply(event);
     this.#appendLog(event);

@@ -28,6 +28,8 @@ export function createTerminalOutput(
 ): TerminalOutput {
   return {
     write: (text) => {
+      // A closed pipe (`troupe … | head`): nothing more to write, and no error to raise.
+      if ((stream as { destroyed?: boolean }).destroyed === true) return;
       stream.write(text);
     },
     get isTTY() {

@@ -53,21 +53,13 @@ export class PtySession {
   readonly #waiters = new Set<() => void>();
 
   constructor(
-    args: readonly string[],
+    command: readonly string[],
     options: { cols: number; rows: number; env?: NodeJS.ProcessEnv; cwd?: string },
   ) {
     this.screen = new VirtualScreen(options.cols, options.rows);
     this.#child = spawn(
       'python3',
-      [
-        bridge,
-        String(options.cols),
-        String(options.rows),
-        '--',
-        process.execPath,
-        troupeBin,
-        ...args,
-      ],
+      [bridge, String(options.cols), String(options.rows), '--', ...command],
       {
         env: options.env ?? ptyEnv(),
         cwd: options.cwd ?? root,
@@ -165,5 +157,13 @@ export function runInPty(
   args: readonly string[],
   options: { cols: number; rows: number; env?: NodeJS.ProcessEnv; cwd?: string },
 ): PtySession {
-  return new PtySession(args, options);
+  return new PtySession([process.execPath, troupeBin, ...args], options);
+}
+
+/** Runs any command (e.g. a shell pipeline) in a pseudo-terminal of `cols` × `rows`. */
+export function runCommandInPty(
+  command: readonly string[],
+  options: { cols: number; rows: number; env?: NodeJS.ProcessEnv; cwd?: string },
+): PtySession {
+  return new PtySession(command, options);
 }

@@ -30,6 +30,7 @@ import {
   usageError,
 } from '../context.js';
 import { createPriceFunction, loadPriceTable } from '../prices.js';
+import { holdWriterLock } from '../run-folder.js';
 import { OTEL_FLAG_HELP, startRunObservers } from './observe.js';
 import {
   addSandboxOptions,
@@ -344,6 +345,8 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
   // Nothing but the renderer writes to the terminal during the run: a warning
   // raised in an agent's work is its event; any other is held and printed after.
   const heldWarnings = new Set<string>();
+  // Tells `troupe trace --follow` in another terminal that this process writes the trace.
+  const releaseLock = holdWriterLock(runDir);
   const releaseWarnings = captureWarnings((warning) => {
     heldWarnings.add(warning.message);
     return undefined;
@@ -368,6 +371,7 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
     trace.close();
     renderer.finish();
     releaseWarnings();
+    releaseLock();
   }
   for (const message of heldWarnings) io.stderr.write(`warning: ${message}\n`);
 

@@ -1,5 +1,5 @@
 import { existsSync, statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
 import { followTrace } from '../../events/follow.js';
 import { type AgentEvent, type AgentEventType, EVENT_TYPES } from '../../events/schema.js';
@@ -13,6 +13,11 @@ import {
   usageError,
 } from '../context.js';
 import { createPriceFunction, loadPriceTable } from '../prices.js';
+import { listRunIds, writerGone } from '../run-folder.js';
+
+/** How often `--follow` checks that the run's writer still lives. */
+const WRITER_CHECK_MS = 1000;
+
 import { OTEL_FLAG_HELP, observeTrace } from './observe.js';
 
 interface TraceFlags {
@@ -54,8 +59,17 @@ function collectTypes(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), ...types];
 }
 
-/** Finds the trace for a file path, a run folder or a run id under `out`. */
+/** Finds the trace for a file path, a run folder, a run id under `out`, or `latest`. */
 export function locateTrace(cwd: string, target: string, out: string): string {
+  if (target === 'latest') {
+    const newest = listRunIds(resolve(cwd, out))[0];
+    if (newest === undefined) {
+      throw usageError(
+        `There is no run under ${resolve(cwd, out)} yet, so no latest one. Start one with troupe run, or pass --out <dir>.`,
+      );
+    }
+    return join(resolve(cwd, out), newest, 'trace.jsonl');
+  }
   const direct = resolve(cwd, target);
   if (existsSync(direct) && statSync(direct).isFile()) return direct;
   if (existsSync(direct) && statSync(direct).isDirectory()) return join(direct, 'trace.jsonl');
@@ -83,7 +97,7 @@ export function registerTraceCommand(program: Command, io: CliIo): void {
     .description(
       'replay a saved trace (a trace.jsonl file, a run folder or a run id) through the same renderers as a run',
     )
-    .argument('<file|runId>', 'a trace file, a run folder, or a run id under --out')
+    .argument('<file|runId>', 'a trace file, a run folder, a run id under --out, or latest')
     .option('--out <dir>', 'where run folders are', 'troupe-runs')
     .option(
       '--follow',
@@ -131,10 +145,21 @@ async function replay(io: CliIo, target: string, flags: TraceFlags): Promise<num
       });
       return EXIT.ok;
     }
+    const present = new Set(events.map((event) => event.agentId));
+    const unknown = (flags.agent ?? []).filter((id) => !present.has(id));
+    if (unknown.length > 0) {
+      throw usageError(
+        `No agent ${unknown.map((id) => `"${id}"`).join(', ')} in this run. Its agents: ${[...present].join(', ')}.`,
+      );
+    }
     const renderer = createRenderer(chooseOutputMode(io, { json: flags.json, quiet: true }), io, {
       price,
     });
-    for (const event of events) if (keep(event)) renderer.handle(event);
+    // Filtered out events still count in the summary: it tells the whole run.
+    for (const event of events) {
+      if (keep(event)) renderer.handle(event);
+      else renderer.observe?.(event);
+    }
     renderer.finish();
     if (invalidLines.length > 0) {
       io.stderr.write(
@@ -143,14 +168,50 @@ async function replay(io: CliIo, target: string, flags: TraceFlags): Promise<num
     }
     return EXIT.ok;
   }
+  const runDir = dirname(path);
+  if (!existsSync(runDir)) {
+    const recent = listRunIds(resolve(cwd, flags.out)).slice(0, 5);
+    throw usageError(
+      `No run "${target}": there is no folder ${runDir}.${recent.length > 0 ? ` Recent runs: ${recent.join(', ')} (troupe runs lists them all).` : ''}`,
+    );
+  }
   const renderer = createRenderer(chooseOutputMode(io, flags), io, { price });
   renderer.start?.();
   if (!existsSync(path)) io.stderr.write(`waiting for ${path} …\n`);
-  const options = io.signal === undefined ? {} : { signal: io.signal };
+  // Stop following when the run's writer is gone (killed or crashed): no run.finished will come.
+  const stop = new AbortController();
+  const onAbort = (): void => stop.abort();
+  io.signal?.addEventListener('abort', onAbort, { once: true });
+  let gone: string | undefined;
+  const watchdog = setInterval(() => {
+    gone = writerGone(runDir);
+    if (gone !== undefined) stop.abort();
+  }, WRITER_CHECK_MS);
+  let seen = -1;
+  let finished = false;
+  const take = (event: AgentEvent): void => {
+    seen = Math.max(seen, event.seq);
+    if (event.type === 'run.finished') finished = true;
+    if (keep(event)) renderer.handle(event);
+    else renderer.observe?.(event);
+  };
   try {
-    for await (const event of followTrace(path, options)) if (keep(event)) renderer.handle(event);
+    for await (const event of followTrace(path, { signal: stop.signal })) take(event);
+    if (gone !== undefined && !finished && existsSync(path)) {
+      // What the writer flushed before it went: read the rest of the file once.
+      for (const event of readTrace(path).events) if (event.seq > seen) take(event);
+    }
   } finally {
+    clearInterval(watchdog);
+    io.signal?.removeEventListener('abort', onAbort);
     renderer.finish();
   }
-  return io.signal?.aborted === true ? EXIT.interrupted : EXIT.ok;
+  if (io.signal?.aborted === true) return EXIT.interrupted;
+  if (gone !== undefined && !finished) {
+    io.stderr.write(
+      `troupe: stopped following: ${gone}, and the trace ends without run.finished. Resume the run with: troupe run --resume ${basename(runDir)}\n`,
+    );
+    return EXIT.failed;
+  }
+  return EXIT.ok;
 }
