@@ -26,7 +26,7 @@ function traceFixture(): { dir: string; path: string } {
 describe('createProgram', () => {
   it('lists the commands in its help', () => {
     const names = createProgram(fakeIo()).commands.map((command) => command.name());
-    expect(names).toEqual(['run', 'chat', 'trace', 'demo', 'worker', 'nodes', 'mcp']);
+    expect(names).toEqual(['run', 'chat', 'trace', 'runs', 'demo', 'worker', 'nodes', 'mcp']);
   });
 });
 

@@ -103,6 +103,7 @@ describe.runIf(hasPython())('finding and replaying traces (pty)', () => {
     expect(follow.screen.replace(/\s+/g, ' ')).toMatch(
       /stopped following: the process that was writing this run \(pid \d+\) is gone/,
     );
-    expect(follow.screen).toContain('researcher-2');
+    expect(follow.screen).toContain('run ');
+    expect(follow.screen).toMatch(/Run \S+ unfinished/);
   }, 120_000);
 });
