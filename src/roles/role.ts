@@ -22,13 +22,19 @@ export interface RetryPolicy {
   /** Longest wait between retries, in milliseconds (default 30,000). */
   maxBackoffMs?: number | undefined;
   /**
-   * More than this many restarts among one parent's children within
-   * `periodMs` stops retrying and escalates the failure to the parent, as an
-   * Erlang supervisor does (default 5).
+   * More than this many restarts of one actor within `periodMs` stops its
+   * retrying and escalates its failure to the parent, as an Erlang supervisor
+   * does (default 5). Counted per actor: a sibling's restarts never use it up.
    */
   maxRestarts?: number | undefined;
-  /** The window of `maxRestarts`, in milliseconds (default 60,000). */
+  /** The window of `maxRestarts` and `maxFailingChildren`, in milliseconds (default 60,000). */
   periodMs?: number | undefined;
+  /**
+   * More than this many distinct children of one parent failing transiently
+   * within `periodMs` stops retrying under that parent (default 100): many
+   * children failing at once is an outage worth escalating, a few are not.
+   */
+  maxFailingChildren?: number | undefined;
 }
 
 /** The retry policy of a role that names none. */

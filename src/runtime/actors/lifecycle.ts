@@ -124,7 +124,16 @@ export class ActorLifecycle {
       const ending: Ending = { final: record.lastFinal, steps: 0, stopReason: 'error' };
       if (record.stop !== undefined)
         this.finish(record, record.stop.status, ending, record.stop.error);
-      else this.failed(record, ending, cause);
+      else if (error.details?.['stopped'] === true && this.#deps.mayRetry()) {
+        // The thread was stopped for another actor: this one is a victim, restarted
+        // at once and charged to no restart limit (the one stopped is the culprit).
+        this.#deps.emit(record.id, {
+          type: 'agent.progress',
+          note: `attempt ${record.attempt} lost its thread (${error.message}); retrying at once, not counted against its restart limit`,
+        });
+        record.state = 'queued';
+        this.#deps.scheduler.enqueue(record);
+      } else this.failed(record, ending, cause);
     }
   }
 
@@ -135,6 +144,7 @@ export class ActorLifecycle {
       record.parentId,
       record.attempt,
       error,
+      record.id,
     );
     if (decision.retry && this.#deps.mayRetry()) {
       record.state = 'backoff';

@@ -23,17 +23,25 @@ export type SupervisorDecision =
   | { retry: true; delayMs: number }
   | { retry: false; escalated: boolean; reason?: string | undefined };
 
+/** Distinct children of one parent failing transiently within `periodMs` before the parent escalates. */
+export const DEFAULT_MAX_FAILING_CHILDREN = 100;
+
 /**
- * Decides retries, as an Erlang supervisor does: a transient failure is
- * retried up to the role's `maxRetries` with exponential backoff, but more
- * than `maxRestarts` restarts among one parent's children within `periodMs`
- * stops all retrying there and escalates the failure to the parent, so a
- * crash loop cannot spin forever.
+ * Decides retries, as an Erlang supervisor does. Restart intensity is kept
+ * per actor: a transient failure is retried up to the role's `maxRetries`
+ * with exponential backoff, and more than `maxRestarts` restarts of that one
+ * actor within `periodMs` stops its retrying (a crash loop cannot spin). The
+ * parent escalates only when many distinct children fail within the period
+ * (`maxFailingChildren`, default 100: a provider outage, not one bad child),
+ * so one child's crash loop or a few 429s never make a sibling's failure
+ * permanent. Without a child id (the coordinator) the window is the parent's.
  */
 export class Supervisor {
   readonly #now: () => number;
-  // Restart times per parent (the supervising scope).
+  // Restart times per actor (or per parent, for callers without a child id).
   readonly #restarts = new Map<string, number[]>();
+  // The distinct children of each parent that failed transiently, with when they last did.
+  readonly #failing = new Map<string, Map<string, number>>();
 
   constructor(now: () => number = Date.now) {
     this.#now = now;
@@ -41,29 +49,49 @@ export class Supervisor {
 
   /**
    * Decides about attempt number `attempt` (from 1) of a child of `parentId`
-   * that failed with `error`. A retry is counted against the parent's window.
+   * (the actor `childId`) that failed with `error`. A retry is counted against
+   * the child's own window, and the child among its parent's failing children.
    */
   decide(
     policy: Readonly<RetryPolicy>,
     parentId: string | undefined,
     attempt: number,
     error: SerializedError | undefined,
+    childId?: string | undefined,
   ): SupervisorDecision {
     if (!isTransient(error) || policy.maxRetries <= 0) return { retry: false, escalated: false };
     if (attempt > policy.maxRetries) {
       return { retry: false, escalated: false, reason: `gave up after ${attempt} attempts` };
     }
-    const scope = parentId ?? '(root)';
+    const parent = parentId ?? '(root)';
     const now = this.#now();
     const period = policy.periodMs ?? 60_000;
     const maxRestarts = policy.maxRestarts ?? 5;
+    if (childId !== undefined) {
+      const failing = this.#failing.get(parent) ?? new Map<string, number>();
+      this.#failing.set(parent, failing);
+      for (const [child, time] of failing) if (now - time >= period) failing.delete(child);
+      failing.set(childId, now);
+      const maxFailing = policy.maxFailingChildren ?? DEFAULT_MAX_FAILING_CHILDREN;
+      if (failing.size > maxFailing) {
+        return {
+          retry: false,
+          escalated: true,
+          reason: `${failing.size} children of ${parent} failed within ${period} ms (more than ${maxFailing}); escalating to ${parent}`,
+        };
+      }
+    }
+    const scope = childId ?? parent;
     const recent = (this.#restarts.get(scope) ?? []).filter((time) => now - time < period);
     if (recent.length >= maxRestarts) {
       this.#restarts.set(scope, recent);
       return {
         retry: false,
         escalated: true,
-        reason: `restart limit reached (${recent.length} restarts within ${period} ms under ${scope}); escalating to ${scope}`,
+        reason:
+          childId === undefined
+            ? `restart limit reached (${recent.length} restarts within ${period} ms under ${scope}); escalating to ${scope}`
+            : `restart limit reached (${recent.length} restarts of ${childId} within ${period} ms); escalating to ${parent}`,
       };
     }
     recent.push(now);

@@ -246,9 +246,11 @@ export class LocalTransport implements Transport {
     else if (code === 'ERR_WORKER_OUT_OF_MEMORY')
       what = `the worker thread ran out of memory (${cause})`;
     else if (/exited with code/.test(cause)) what = `the worker thread exited (${cause})`;
+    // `stopped`: the runtime stopped the thread on purpose (one actor's last resort), so its other actors are victims.
     return new TroupeError('runtime.worker_exit', what, {
       cause: error,
-      details: { hostId: host.id },
+      details:
+        host.stopReason === undefined ? { hostId: host.id } : { hostId: host.id, stopped: true },
     });
   }
 }

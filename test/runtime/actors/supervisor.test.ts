@@ -62,4 +62,32 @@ describe('Supervisor', () => {
     now = 1001;
     expect(supervisor.decide(policy, 'coordinator', 1, crash).retry).toBe(true);
   });
+
+  it("keeps restart intensity per actor: a sibling crash loop never uses up another child's restarts", () => {
+    const supervisor = new Supervisor(() => 0);
+    const loose = { ...policy, maxRetries: 10 };
+    expect(supervisor.decide(loose, 'coordinator', 1, crash, 'a-1').retry).toBe(true);
+    expect(supervisor.decide(loose, 'coordinator', 2, crash, 'a-1').retry).toBe(true);
+    const third = supervisor.decide(loose, 'coordinator', 3, crash, 'a-1');
+    expect(third).toMatchObject({ retry: false, escalated: true });
+    expect(third.retry ? '' : third.reason).toContain('restart limit reached (2 restarts of a-1');
+    // Its siblings still have their own.
+    for (let index = 2; index <= 20; index += 1)
+      expect(supervisor.decide(loose, 'coordinator', 1, crash, `a-${index}`).retry).toBe(true);
+  });
+
+  it('escalates at the parent when more distinct children fail than maxFailingChildren', () => {
+    let now = 0;
+    const supervisor = new Supervisor(() => now);
+    const few = { ...policy, maxFailingChildren: 3 };
+    for (const child of ['a-1', 'a-2', 'a-3'])
+      expect(supervisor.decide(few, 'p', 1, crash, child).retry).toBe(true);
+    // The same child failing again is not a new failing child.
+    expect(supervisor.decide(few, 'p', 2, crash, 'a-3').retry).toBe(true);
+    const fourth = supervisor.decide(few, 'p', 1, crash, 'a-4');
+    expect(fourth).toMatchObject({ retry: false, escalated: true });
+    expect(fourth.retry ? '' : fourth.reason).toContain('4 children of p failed');
+    now = 1001;
+    expect(supervisor.decide(few, 'p', 1, crash, 'a-5').retry).toBe(true);
+  });
 });
