@@ -14,6 +14,7 @@ import { defineRole } from '../src/roles/role.js';
 import { Runtime } from '../src/runtime/runtime.js';
 import type { RuntimeOptions } from '../src/runtime/runtime-options.js';
 import { ToolRegistry } from '../src/tools/registry.js';
+import { type ColdStartResult, measureColdStart } from './cold-start.js';
 import { FAULT_KINDS, faultMixPlan, faultMixRoles, faultMixScript } from './fault-mix.js';
 import { burnTool, noopTool } from './tools.js';
 
@@ -61,6 +62,9 @@ const faultModule = join(here, '..', '..', '..', 'test', 'fixtures', 'tools', 'f
 const ISOLATION_N = 500;
 const ISOLATION_THREADS = 4;
 const ISOLATION_REPEATS = 5;
+// The package root of this build (dist/bench/run.js → .).
+const root = join(here, '..', '..', '..');
+const COLD_STARTS = 10;
 
 function fanoutScript(
   latencyMs: number,
@@ -417,7 +421,7 @@ function isolationSection() {
   return isolation;
 }
 
-function orchestrate(full: boolean): void {
+async function orchestrate(full: boolean): Promise<void> {
   const sizes = full ? [1, 100, 1000, 10_000] : [1, 100, 1000];
   const fanout: Array<{
     impl: Impl;
@@ -476,6 +480,8 @@ function orchestrate(full: boolean): void {
   );
 
   const isolation = isolationSection();
+  const [coldStart] = await measureColdStart([root], COLD_STARTS);
+  if (coldStart !== undefined) printColdStart([coldStart]);
 
   const results = {
     fanout,
@@ -484,6 +490,16 @@ function orchestrate(full: boolean): void {
     spawnP50Ms,
     eventsPerSecond,
     isolation,
+    ...(coldStart === undefined
+      ? {}
+      : {
+          coldStart: {
+            starts: coldStart.starts,
+            helpMs: round(coldStart.helpMs, 1),
+            coordinatorRequestMs: round(coldStart.coordinatorRequestMs, 1),
+            firstSubAgentRequestMs: round(coldStart.firstSubAgentRequestMs, 1),
+          },
+        }),
     meta: {
       date: new Date().toISOString(),
       node: process.version,
@@ -502,10 +518,34 @@ function orchestrate(full: boolean): void {
   console.log(`\nwrote ${join(dir, 'latest.json')}`);
 }
 
+function printColdStart(results: readonly ColdStartResult[]): void {
+  console.log(
+    `\ncold start, medians of ${results[0]?.starts ?? 0} process starts each (interleaved):`,
+  );
+  console.log(
+    'build                                      --help ms   run: coordinator request ms   run: first sub-agent request ms',
+  );
+  for (const result of results) {
+    console.log(
+      `${result.root.padEnd(42)} ${result.helpMs.toFixed(0).padStart(9)}   ${result.coordinatorRequestMs.toFixed(0).padStart(27)}   ${result.firstSubAgentRequestMs.toFixed(0).padStart(31)}`,
+    );
+  }
+}
+
+function argValue(name: string): string | undefined {
+  const index = process.argv.indexOf(name);
+  return index === -1 ? undefined : process.argv[index + 1];
+}
+
 const caseIndex = process.argv.indexOf('--case');
 if (caseIndex !== -1) {
   const measured = await runCase(JSON.parse(process.argv[caseIndex + 1] ?? '{}') as Case);
   console.log(JSON.stringify(measured));
+} else if (process.argv.includes('--cold-start')) {
+  // Only the cold start, optionally against other builds (package roots with a built dist/).
+  const compare = argValue('--cold-start-compare');
+  const starts = Number(argValue('--starts') ?? COLD_STARTS);
+  printColdStart(await measureColdStart(compare === undefined ? [root] : [root, compare], starts));
 } else {
   if (process.argv.includes('--isolation')) {
     // Only the isolation figures, merged into bench/results/latest.json.
@@ -513,5 +553,5 @@ if (caseIndex !== -1) {
     const isolation = isolationSection();
     const latest = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
     writeFileSync(file, `${JSON.stringify({ ...latest, isolation }, null, 2)}\n`);
-  } else orchestrate(process.argv.includes('--full'));
+  } else await orchestrate(process.argv.includes('--full'));
 }

@@ -7,8 +7,7 @@ import type { EventRenderer } from '../render/renderer.js';
 import type { PriceFunction } from '../render/run-state.js';
 import { supportsColor, type TerminalOutput } from '../render/terminal.js';
 
-/** Exit codes of the troupe CLI. */
-export const EXIT = Object.freeze({ ok: 0, failed: 1, usage: 2, partial: 3, interrupted: 130 });
+export { EXIT } from './exit-codes.js';
 
 /** What the CLI talks to: its outputs, environment, input and Ctrl-C. Tests pass fakes. */
 export interface CliIo {

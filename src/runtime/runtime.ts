@@ -281,6 +281,16 @@ export class Runtime {
   }
 
   /**
+   * Starts the pool's threads now instead of at the first spawn, so their
+   * start (a thread and its modules, ~100 ms of a cold process) overlaps
+   * with what runs before it, such as the coordinator's first model call.
+   * Idempotent; does nothing after close.
+   */
+  prestart(): void {
+    if (!this.#closed) this.#scheduler.start();
+  }
+
+  /**
    * Spawns an actor of `role` on the pool. Whatever happens to the actor, the
    * ref's result says; this throws only `usage.invalid_role` for a role this
    * runtime does not know.

@@ -122,14 +122,20 @@ export function defineTool<TParameters extends z.ZodObject, TOutput>(
       `Tool "${definition.name}": parameters must be a zod object (z.object({...})), because providers require a JSON Schema of type object.`,
     );
   }
-  const jsonSchema = toolJsonSchema(definition.parameters);
+  const parameters = definition.parameters;
+  // Made on first use and kept: converting a zod schema costs ~0.5 ms, and a
+  // process (or worker thread) that imports every built-in tool uses few of them.
+  let jsonSchema: Record<string, unknown> | undefined;
   const execute = definition.execute;
   return {
     name: definition.name,
     description: definition.description,
-    parameters: definition.parameters as unknown as z.ZodType<z.output<TParameters>>,
+    parameters: parameters as unknown as z.ZodType<z.output<TParameters>>,
     tiers: definition.tiers ?? [],
-    jsonSchema,
+    get jsonSchema() {
+      jsonSchema ??= toolJsonSchema(parameters);
+      return jsonSchema;
+    },
     ...(definition.idempotent === undefined ? {} : { idempotent: definition.idempotent }),
     ...(definition.replay === undefined ? {} : { replay: definition.replay }),
     execute: async (input, context) => execute(input, context),

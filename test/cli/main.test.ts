@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createProgram, runCli } from '../../src/cli/main.js';
+import { COMMANDS, createProgram, requestedCommand, runCli } from '../../src/cli/main.js';
 import { AgentEventSchema } from '../../src/events/schema.js';
 import { freePort } from '../helpers/nats-server.js';
 import { sampleRun } from './events.js';
@@ -24,9 +24,46 @@ function traceFixture(): { dir: string; path: string } {
 }
 
 describe('createProgram', () => {
-  it('lists the commands in its help', () => {
-    const names = createProgram(fakeIo()).commands.map((command) => command.name());
+  it('lists the commands in its help', async () => {
+    const names = (await createProgram(fakeIo())).commands.map((command) => command.name());
     expect(names).toEqual(['run', 'chat', 'trace', 'runs', 'demo', 'worker', 'nodes', 'mcp']);
+  });
+
+  it('lists every command in COMMANDS as the command itself describes it', async () => {
+    const program = await createProgram(fakeIo());
+    const help = program.createHelp();
+    const listed = program.commands.map((command) => [
+      command.name(),
+      help.subcommandTerm(command),
+      help.subcommandDescription(command),
+    ]);
+    expect(listed).toEqual(
+      Object.entries(COMMANDS).map(([name, command]) => [name, command.term, command.description]),
+    );
+  });
+
+  it('prints the same top-level help without loading any command', async () => {
+    const io = fakeIo();
+    expect(await runCli(argv('--help'), io)).toBe(0);
+    expect(io.stdout.text).toBe((await createProgram(fakeIo())).helpInformation());
+  });
+
+  it('loads only the command argv names, also after help', async () => {
+    expect(requestedCommand(argv('run', 'x', '--provider', 'offline'))).toBe('run');
+    expect(requestedCommand(argv('help', 'trace'))).toBe('trace');
+    expect(requestedCommand(argv('--help'))).toBeUndefined();
+    expect(requestedCommand(argv('bogus'))).toBeUndefined();
+    const names = (await createProgram(fakeIo(), argv('demo', '--fast'))).commands.map((command) =>
+      command.name(),
+    );
+    expect(names).toEqual(['demo']);
+  });
+
+  it('suggests a command for a misspelt one and exits 2', async () => {
+    const io = fakeIo();
+    expect(await runCli(argv('demoo'), io)).toBe(2);
+    expect(io.stderr.text).toContain("unknown command 'demoo'");
+    expect(io.stderr.text).toContain('demo');
   });
 });
 

@@ -341,6 +341,8 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
     }
   }
   const runtime = new Runtime(options);
+  // The threads start while the coordinator makes its first model calls.
+  runtime.prestart();
 
   // Nothing but the renderer writes to the terminal during the run: a warning
   // raised in an agent's work is its event; any other is held and printed after.

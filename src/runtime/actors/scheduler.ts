@@ -55,6 +55,12 @@ export class Scheduler {
   /** Queues an actor (state `queued`) and places what can be placed. */
   enqueue(record: ActorRecord): void {
     this.#queue.push(record);
+    this.start();
+    this.pump();
+  }
+
+  /** Starts the transport (threads, hosts) if it is not started yet; idempotent. */
+  start(): void {
     if (!this.#started) {
       this.#started = true;
       this.#transport.start({
@@ -72,7 +78,6 @@ export class Scheduler {
         error: (error, fatal) => this.#events.error(error, fatal),
       });
     }
-    this.pump();
   }
 
   /** Removes and returns every queued actor (when no host will ever come). */

@@ -1,0 +1,156 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/**
+ * Cold start of the `troupe` binary, measured with repeated process starts:
+ *
+ * - `troupe --help`: from spawning the process until it exits;
+ * - `troupe run` on the offline model over examples/corpus (`--json`): from
+ *   spawning the process until the first `model.request` of the first
+ *   sub-agent (not the coordinator) arrives on its stdout; the process is
+ *   then killed.
+ *
+ * With several builds (`--cold-start-compare <dir>`), starts alternate
+ * between them (round-robin), so a busy machine slows each the same.
+ */
+
+export interface ColdStartSample {
+  /** Process start to exit, `troupe --help`. */
+  helpMs: number;
+  /** Process start to the coordinator's first model request. */
+  coordinatorRequestMs: number;
+  /** Process start to the first model request of the first sub-agent. */
+  firstSubAgentRequestMs: number;
+}
+
+export interface ColdStartResult {
+  root: string;
+  starts: number;
+  helpMs: number;
+  coordinatorRequestMs: number;
+  firstSubAgentRequestMs: number;
+  /** Every start's figures, in order. */
+  samples: ColdStartSample[];
+}
+
+const TASK = 'Compare what the documents in the workspace say and write a report.';
+
+function timeHelp(root: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, [join(root, 'bin', 'troupe.js'), '--help'], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      if (code === 0) resolve(performance.now() - started);
+      else reject(new Error(`troupe --help exited ${code}`));
+    });
+  });
+}
+
+function timeRun(root: string): Promise<{ coordinator: number; subAgent: number }> {
+  const out = mkdtempSync(join(tmpdir(), 'troupe-cold-'));
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(
+      process.execPath,
+      [
+        join(root, 'bin', 'troupe.js'),
+        'run',
+        TASK,
+        '--provider',
+        'offline',
+        '--json',
+        '--workspace',
+        join(root, 'examples', 'corpus'),
+        '--out',
+        out,
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'ignore'],
+        env: { ...process.env, TROUPE_OFFLINE_DELAY_MS: '0' },
+      },
+    );
+    let coordinator = Number.NaN;
+    let buffered = '';
+    let done = false;
+    const finish = (error?: Error, subAgent?: number): void => {
+      if (done) return;
+      done = true;
+      child.kill('SIGKILL');
+      rmSync(out, { recursive: true, force: true });
+      if (error !== undefined || subAgent === undefined) reject(error);
+      else resolve({ coordinator, subAgent });
+    };
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (chunk: string) => {
+      const now = performance.now() - started;
+      buffered += chunk;
+      let newline = buffered.indexOf('\n');
+      while (newline !== -1) {
+        const line = buffered.slice(0, newline);
+        buffered = buffered.slice(newline + 1);
+        newline = buffered.indexOf('\n');
+        if (!line.includes('"model.request"')) continue;
+        const event = JSON.parse(line) as { type: string; agentId: string };
+        if (event.type !== 'model.request') continue;
+        if (event.agentId === 'coordinator') {
+          if (Number.isNaN(coordinator)) coordinator = now;
+        } else {
+          finish(undefined, now);
+          return;
+        }
+      }
+    });
+    child.on('error', (error) => finish(error));
+    child.on('exit', (code) =>
+      finish(new Error(`troupe run exited ${code} before any sub-agent called its model`)),
+    );
+  });
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+}
+
+/** `starts` process starts of each kind for each build root, interleaved; medians. */
+export async function measureColdStart(
+  roots: readonly string[],
+  starts: number,
+): Promise<ColdStartResult[]> {
+  const samples = roots.map((): ColdStartSample[] => []);
+  // One unmeasured start of each: the OS file cache holds the modules, as it does for a user.
+  for (const root of roots) {
+    await timeHelp(root);
+    await timeRun(root);
+  }
+  for (let index = 0; index < starts; index += 1) {
+    for (const [position, root] of roots.entries()) {
+      const helpMs = await timeHelp(root);
+      const run = await timeRun(root);
+      samples[position]?.push({
+        helpMs,
+        coordinatorRequestMs: run.coordinator,
+        firstSubAgentRequestMs: run.subAgent,
+      });
+    }
+  }
+  return roots.map((root, position) => {
+    const own = samples[position] ?? [];
+    return {
+      root,
+      starts,
+      helpMs: median(own.map((sample) => sample.helpMs)),
+      coordinatorRequestMs: median(own.map((sample) => sample.coordinatorRequestMs)),
+      firstSubAgentRequestMs: median(own.map((sample) => sample.firstSubAgentRequestMs)),
+      samples: own,
+    };
+  });
+}
