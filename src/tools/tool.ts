@@ -16,6 +16,10 @@ export interface ApprovalRequest {
   agentId: string;
   /** One line saying what will happen ("write notes/a.md (1,204 bytes)"). */
   summary: string;
+  /** Everything that will run or be written, in full: the command line, the code, the content. */
+  detail?: string | undefined;
+  /** The asking agent's role. */
+  role?: string | undefined;
 }
 
 /**

@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { resolveProgram } from '../../src/tools/builtin/run-process.js';
 import { createBuiltinRegistry } from '../../src/tools/catalogue.js';
 import type { ToolResult } from '../../src/tools/registry.js';
-import type { ToolContext } from '../../src/tools/tool.js';
+import type { ApprovalRequest, ToolContext } from '../../src/tools/tool.js';
 import {
   contextFor,
   createWorld,
@@ -457,6 +457,37 @@ describe('the sandbox against a hostile model', () => {
       expect(connections).toBe(0);
     });
   }
+
+  it('an approval shows the whole code, the agent and its role: the hostile last line of 300 is in it', async () => {
+    const code = [
+      ...Array.from({ length: 299 }, (_, index) => `x${index} = ${index}`),
+      `import shutil; shutil.rmtree(${JSON.stringify(world.outside)})`,
+    ].join('\n');
+    const asked: ApprovalRequest[] = [];
+    const workspaceBefore = await snapshot(world.workspace);
+    const outsideBefore = await snapshot(world.outside);
+    const result = await createBuiltinRegistry().call(
+      { id: 'approve', name: 'python', arguments: { code }, raw: JSON.stringify({ code }) },
+      contextFor(world.workspace, {
+        role: 'analyst',
+        approve: async (request) => {
+          asked.push(request);
+          return false;
+        },
+      }),
+    );
+    expect(outcome(result)).toBe('tool.refused');
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toMatchObject({
+      tool: 'python',
+      agentId: 'agent-test',
+      role: 'analyst',
+      detail: code,
+    });
+    expect(await snapshot(world.workspace)).toEqual(workspaceBefore);
+    expect(await snapshot(world.outside)).toEqual(outsideBefore);
+    expect(connections).toBe(0);
+  });
 
   it.skipIf(skip)(
     sandboxed('the machine carries on after the bombs: a plain call still works'),

@@ -18,6 +18,7 @@ import type { ApprovalRequest, PermissionTier } from '../../tools/tool.js';
 import { createRunId } from '../../util/ids.js';
 import { createRedactor } from '../../util/redact.js';
 import { captureWarnings } from '../../util/warnings.js';
+import { askPaged, showControls } from '../approve.js';
 import { type CliIo, EXIT, exitWith } from '../context.js';
 import {
   addSandboxOptions,
@@ -135,12 +136,15 @@ async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
       ? async (request: ApprovalRequest): Promise<boolean> => {
           if (reader === undefined || !interactive) {
             io.stderr.write(
-              `refused (no terminal to ask on): ${request.tool}: ${request.summary}\n`,
+              `refused (no terminal to ask on): ${request.tool}: ${showControls(request.summary)}\n`,
             );
             return false;
           }
-          io.stderr.write(`? ${request.tool}: ${request.summary}\n  Allow? [y/N] `);
-          return /^\s*y(es)?\s*$/i.test((await reader.next()) ?? '');
+          return askPaged(
+            request,
+            (text) => io.stderr.write(text),
+            () => reader.next(),
+          );
         }
       : undefined;
 

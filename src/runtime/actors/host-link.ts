@@ -232,6 +232,8 @@ export class HostLink {
           tool: item.tool,
           agentId: item.actorId,
           summary: item.summary,
+          ...(item.detail === undefined ? {} : { detail: item.detail }),
+          ...(item.role === undefined ? {} : { role: item.role }),
         })) ?? false;
     } catch {
       // An approver that fails denies.

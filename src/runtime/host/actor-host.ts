@@ -387,6 +387,8 @@ export class ActorHost {
         actorId,
         tool: request.tool,
         summary: request.summary,
+        ...(request.detail === undefined ? {} : { detail: request.detail }),
+        ...(request.role === undefined ? {} : { role: request.role }),
       })),
     spawn: (actorId, input: DelegateInput) =>
       this.#request<ActorResult[]>((requestId) => ({

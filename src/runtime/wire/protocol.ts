@@ -199,6 +199,8 @@ export const WorkerToMainSchema = z.discriminatedUnion('type', [
     actorId: z.string(),
     tool: z.string(),
     summary: z.string(),
+    detail: z.string().optional(),
+    role: z.string().optional(),
   }),
   z.object({
     type: z.literal('spawn.requested'),

@@ -96,6 +96,7 @@ export function createPythonTool(options: PythonToolOptions = {}): Tool<PythonIn
         context,
         'python',
         `run a ${lines}-line Python snippet in the workspace`,
+        input.code,
       );
       context.progress?.(`python (${lines} lines)`);
       return describeProcessResult('python', await run(), timeoutMs, execLimitsOf(context));

@@ -93,7 +93,12 @@ export function createShellTool(options: ShellToolOptions = {}): Tool<ShellInput
         },
         context,
       );
-      await requireApproval(context, 'shell', `run \`${commandLine}\` in ${cwd.relative}`);
+      await requireApproval(
+        context,
+        'shell',
+        `run \`${commandLine}\` in ${cwd.relative}`,
+        `${showCommand(input.program, input.args, Number.POSITIVE_INFINITY)}\n(working directory: ${cwd.relative})`,
+      );
       context.progress?.(`$ ${commandLine}`);
       const result = await run();
       return describeProcessResult(commandLine, result, timeoutMs, execLimitsOf(context));

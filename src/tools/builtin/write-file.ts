@@ -81,6 +81,7 @@ export function createWriteFileTool(
           context,
           'write_file',
           `write ${target.relative} (${formatBytes(bytes)})`,
+          input.content,
         );
       }
       await makeParents(target.absolute, target.root, label);

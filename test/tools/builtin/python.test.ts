@@ -85,6 +85,7 @@ describe('python', () => {
       tool: 'python',
       agentId: 'agent-test',
       summary: 'run a 1-line Python snippet in the workspace',
+      detail: code,
     });
     expect(outcome(result)).toBe('tool.refused');
     expect(await readdir(world.workspace)).toEqual([]);

@@ -83,6 +83,7 @@ describe('shell', () => {
       tool: 'shell',
       agentId: 'agent-test',
       summary: 'run `ls -a` in .',
+      detail: 'ls -a\n(working directory: .)',
     });
     expect(outcome(result)).toBe('tool.refused');
     expect(result.content).toContain('did not approve');

@@ -110,6 +110,7 @@ describe('write_file', () => {
       tool: 'write_file',
       agentId: 'agent-test',
       summary: 'write a.md (3 bytes)',
+      detail: 'abc',
     });
     expect(outcome(result)).toBe('tool.refused');
     expect(result.content).toContain('The user did not approve');
