@@ -14,6 +14,7 @@ import {
   parseWorkerMessage,
 } from './protocol.js';
 import type { Transport, TransportHandlers } from './transport.js';
+import { workerExecArgv } from './worker-exec-argv.js';
 
 /** Options for the local (worker-thread) transport. */
 export interface LocalTransportOptions {
@@ -88,6 +89,7 @@ export class LocalTransport implements Transport {
       atomics: 'disabled',
       idleTimeout: Number.POSITIVE_INFINITY,
       workerData: this.#options.config,
+      execArgv: workerExecArgv(),
       ...(this.#options.resourceLimits === undefined
         ? {}
         : { resourceLimits: this.#options.resourceLimits }),
