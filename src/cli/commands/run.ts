@@ -11,6 +11,7 @@ import { LiveRenderer } from '../../render/live.js';
 import type { AnyRole } from '../../roles/role.js';
 import type { ModelPrice } from '../../runtime/budget/usage-ledger.js';
 import { createNatsTransport, type NatsRunOptions } from '../../runtime/nats-setup.js';
+import { FileJournal } from '../../runtime/resume/journal.js';
 import { Runtime } from '../../runtime/runtime.js';
 import type { RuntimeOptions } from '../../runtime/runtime-options.js';
 import { DEFAULT_GRANTS } from '../../tools/permissions.js';
@@ -135,7 +136,7 @@ export function registerRunCommand(program: Command, io: CliIo): void {
     .option('--quiet', 'plain lines instead of the live view')
     .option(
       '--resume <runId>',
-      'continue an interrupted run: reuse the results of sub-agents that finished',
+      'continue an interrupted run: replay its journal (no finished model call or tool call is paid for twice) and reuse the results of sub-agents that finished',
     )
     .option(
       '--approve',
@@ -275,10 +276,13 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
         `Cannot resume ${runId}: its trace has no run.started event; pass the task again.`,
       );
     }
-    rotateTrace(tracePath);
   }
   if (task === undefined) throw usageError('troupe run needs a task.');
   mkdirSync(runDir, { recursive: true });
+  // The run's journal: a resume replays it, so no finished model call or tool call is paid for twice.
+  // Opened before anything else: a journal of another run or task stops here, with the trace untouched.
+  const journal = new FileJournal(join(runDir, 'journal.jsonl'), { runId, task });
+  if (settings.resume !== undefined) rotateTrace(tracePath);
   if (settings.unsafeNoSandbox === true) {
     io.stderr.write(
       `WARNING: --unsafe-no-sandbox: the sub-agents' shell and python run WITHOUT the OS sandbox (bubblewrap), with your user's access to this machine.${settings.grants.includes('exec') ? '' : ' (exec is not granted, so none runs in this run.)'}\n`,
@@ -326,6 +330,7 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
         })
       : undefined,
   });
+  options.journal = journal;
   if (settings.nats !== undefined) {
     try {
       options.transport = await createNatsTransport(runId, options, {
@@ -337,6 +342,7 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
     } catch (error) {
       renderer.finish();
       trace.close();
+      journal.close();
       throw error;
     }
   }
@@ -370,6 +376,7 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
   } finally {
     io.signal?.removeEventListener('abort', onInterrupt);
     await runtime.close();
+    journal.close();
     trace.close();
     renderer.finish();
     releaseWarnings();
