@@ -325,6 +325,9 @@ function publishTool(channel: ChannelSpec, requests: HostRequests): AnyTool {
     parameters: payloadSchema(channel),
     tiers: [],
     jsonSchema: channel.jsonSchema,
+    // Published again on resume, as a reused publisher's stored messages are:
+    // the subscribers run again and must read it again.
+    replay: 'rerun',
     execute: async (payload: unknown, context) => {
       const answer = await requests.publish(context.agentId, channel.name, payload);
       if (!answer.ok) {
