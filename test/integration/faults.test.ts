@@ -7,7 +7,7 @@ import { defineRole } from '../../src/roles/role.js';
 import { LocalTransport } from '../../src/runtime/wire/local-transport.js';
 import type { MainToWorkerInput } from '../../src/runtime/wire/protocol.js';
 import type { Transport } from '../../src/runtime/wire/transport.js';
-import { closeRuntimes, expectWellFormed, FAULT_TOOLS, makeRuntime } from './helpers.js';
+import { closeRuntimes, expectWellFormed, FAULT_TOOLS, makeRuntime, ofType } from './helpers.js';
 
 const workspaces: string[] = [];
 afterEach(async () => {
@@ -191,5 +191,51 @@ describe('Runtime faults, with the fault tools in the actor threads', () => {
     expect(result.error?.message).toContain('restart limit reached');
     expect(events.filter((event) => event.type === 'agent.progress')).toHaveLength(2);
     expectWellFormed(events, ['coordinator']);
+  });
+
+  it("cancels the children of a delegating actor's failed attempt before it restarts", async () => {
+    const lead = defineRole({
+      name: 'lead',
+      description: 'l',
+      system: 'l',
+      canDelegate: true,
+      tools: ['exit_process'],
+      retry: { maxRetries: 1, backoffMs: 0 },
+    });
+    const helper = defineRole({
+      name: 'helper',
+      description: 'h',
+      system: 'h',
+      tools: ['wait_for_cancel'],
+      retry: 'fail_fast',
+    });
+    const { runtime, events } = makeRuntime({
+      roles: [lead, helper],
+      toolIsolation: 'thread',
+      model: {
+        provider: 'scripted',
+        script: {
+          steps: [
+            {
+              match: { role: 'lead', call: 1 },
+              toolCalls: [{ name: 'spawn_agent', arguments: { role: 'helper', task: 'wait' } }],
+              repeat: true,
+            },
+            { match: { role: 'lead' }, toolCalls: [{ name: 'exit_process' }], repeat: true },
+            { match: { role: 'helper' }, toolCalls: [{ name: 'wait_for_cancel' }], repeat: true },
+          ],
+        },
+      },
+    });
+    const result = await runtime.spawn('lead', 'delegate, then crash').result;
+    expect(result).toMatchObject({ status: 'failed', error: { code: 'runtime.worker_exit' } });
+    // The last attempt's helper is cancelled as its parent ends: wait until everything has.
+    await runtime.close();
+    const finished = ofType(events, 'agent.finished').filter((event) => event.role === 'helper');
+    // The first attempt's helper is cancelled when its parent restarts, not left working for nobody.
+    expect(finished.map((event) => event.agentId)).toContain('helper-1');
+    const first = finished.find((event) => event.agentId === 'helper-1');
+    expect(first?.error?.message).toContain('its parent lead-1 restarted after attempt 1');
+    expectWellFormed(events);
   });
 });

@@ -7,9 +7,12 @@ afterEach(async () => {
   await Promise.all(pools.splice(0).map((pool) => pool.close()));
 });
 
-function makePool(options: { timeoutMs?: number; blockedMs?: number; threads?: number } = {}) {
+function makePool(
+  options: { timeoutMs?: number; blockedMs?: number; threads?: number; workerUrl?: URL } = {},
+) {
   const pool = new ToolPool({
     threads: options.threads ?? 1,
+    workerUrl: options.workerUrl,
     timeoutMs: options.timeoutMs,
     blockedMs: options.blockedMs,
     config: {

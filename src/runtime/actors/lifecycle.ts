@@ -131,6 +131,7 @@ export class ActorLifecycle {
           type: 'agent.progress',
           note: `attempt ${record.attempt} lost its thread (${error.message}); retrying at once, not counted against its restart limit`,
         });
+        this.#orphan(record);
         record.state = 'queued';
         this.#deps.scheduler.enqueue(record);
       } else this.failed(record, ending, cause);
@@ -147,6 +148,7 @@ export class ActorLifecycle {
       record.id,
     );
     if (decision.retry && this.#deps.mayRetry()) {
+      this.#orphan(record);
       record.state = 'backoff';
       this.#deps.emit(record.id, {
         type: 'agent.progress',
@@ -172,6 +174,18 @@ export class ActorLifecycle {
       ending,
       reason === undefined ? error : { ...error, message: `${error.message}; ${reason}` },
     );
+  }
+
+  // A restarted attempt starts from its task: the children of the attempt
+  // that failed would work for nobody (and the new one starts its own), so
+  // they are cancelled first.
+  #orphan(record: ActorRecord): void {
+    for (const child of this.#deps.table.liveChildren(record.id))
+      this.cancel(
+        child,
+        `its parent ${record.id} restarted after attempt ${record.attempt}`,
+        'cancelled',
+      );
   }
 
   /** Ends an actor: its one agent.finished, its result, its channels, and its live children cancelled. */

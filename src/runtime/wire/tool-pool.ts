@@ -512,10 +512,16 @@ export class ToolPool {
       this.#queue.unshift(call);
     }
     if (!thread.ready && thread.stopped === undefined) this.#bootFailures += 1;
-    if (this.#bootFailures >= MAX_BOOT_FAILURES && this.threadCount === 0) {
-      this.#broken = `The tool threads fail while starting (${this.#bootFailures} in a row; last: ${what}). Check that the project is built (npm run build) and that every tool module loads.`;
-      const broken: ToolCallAnswer = { ok: false, code: 'tool.failed', message: this.#broken };
-      for (const call of this.#queue.splice(0)) this.#settle(call, broken);
+    if (this.#bootFailures >= MAX_BOOT_FAILURES) {
+      // Threads that cannot start are not started again; the ready ones (if any) go on serving.
+      const ready = [...this.#threads.values()].some((other) => other.alive && other.ready);
+      if (!ready) {
+        this.#broken = `The tool threads fail while starting (${this.#bootFailures} in a row; last: ${what}). Check that the project is built (npm run build) and that every tool module loads.`;
+        const broken: ToolCallAnswer = { ok: false, code: 'tool.failed', message: this.#broken };
+        for (const call of this.#queue.splice(0)) this.#settle(call, broken);
+        for (const other of this.#threads.values()) other.stop.abort(new Error(this.#broken));
+      }
+      this.#pump();
       return;
     }
     this.#startThread();
