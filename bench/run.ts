@@ -16,6 +16,7 @@ import type { RuntimeOptions } from '../src/runtime/runtime-options.js';
 import { ToolRegistry } from '../src/tools/registry.js';
 import { type ColdStartResult, measureColdStart } from './cold-start.js';
 import { FAULT_KINDS, faultMixPlan, faultMixRoles, faultMixScript } from './fault-mix.js';
+import { type ScaleMeasurement, scaleFanout } from './scale.js';
 import { burnTool, noopTool } from './tools.js';
 
 /**
@@ -37,7 +38,8 @@ type Case =
   | { kind: 'cpu'; impl: Impl; n: number }
   | { kind: 'spawn'; samples: number }
   | { kind: 'events'; actors: number; perActor: number }
-  | { kind: 'isolation'; mode: 'thread' | 'pool' | 'mix'; n: number };
+  | { kind: 'isolation'; mode: 'thread' | 'pool' | 'mix'; n: number }
+  | { kind: 'scale'; n: number };
 
 interface Measurement {
   wallMs: number;
@@ -326,6 +328,8 @@ async function runCase(spec: Case): Promise<Measurement> {
       return spawnLatency(spec.samples);
     case 'events':
       return eventThroughput(spec.actors, spec.perActor);
+    case 'scale':
+      return scaleFanout(spec.n, FANOUT, { bench: bencher, warm: quick }, toolModule) as never;
     case 'isolation':
       return spec.mode === 'mix'
         ? faultMix(spec.n)
@@ -537,10 +541,36 @@ function argValue(name: string): string | undefined {
   return index === -1 ? undefined : process.argv[index + 1];
 }
 
+// `npm run bench -- --n 100000`: one cold fan-out of that many agents in a
+// fresh process, merged into bench/results/latest.json as `scale`.
+function scaleSection(n: number): ScaleMeasurement {
+  const output = execFileSync(
+    process.execPath,
+    ['--expose-gc', here, '--case', JSON.stringify({ kind: 'scale', n })],
+    { encoding: 'utf8', maxBuffer: 1 << 20 },
+  );
+  const result = JSON.parse(output.trim().split('\n').at(-1) ?? '{}') as ScaleMeasurement;
+  console.log(
+    `\nfan-out N=${n.toLocaleString('en-US')}, cold: wall/ideal ${(result.wallMs / IDEAL_MS).toFixed(2)}, CPU ${(result.cpuMs / n).toFixed(3)} ms/agent, peak RSS ${result.peakRssMiB.toFixed(0)} MiB (${result.rssKiBPerAgent.toFixed(1)} KiB per agent), spawn loop ${result.spawnLoopMs.toFixed(0)} ms; ${result.events.toLocaleString('en-US')} events, trace ${(result.traceBytes / 2 ** 20).toFixed(0)} MiB at ${result.traceUsPerEvent.toFixed(2)} µs per event on the main thread; agents not finished exactly once: ${result.finishedWrong}`,
+  );
+  return result;
+}
+
 const caseIndex = process.argv.indexOf('--case');
 if (caseIndex !== -1) {
   const measured = await runCase(JSON.parse(process.argv[caseIndex + 1] ?? '{}') as Case);
   console.log(JSON.stringify(measured));
+} else if (process.argv.includes('--n')) {
+  const n = Number(argValue('--n'));
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error('--n needs a whole number of agents, e.g. --n 100000');
+  const scale = scaleSection(n);
+  const file = join(root, 'bench', 'results', 'latest.json');
+  const latest = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  writeFileSync(
+    file,
+    `${JSON.stringify({ ...latest, scale: { ...scale, wallOverIdeal: round(scale.wallMs / IDEAL_MS, 3), date: new Date().toISOString() } }, null, 2)}\n`,
+  );
 } else if (process.argv.includes('--cold-start')) {
   // Only the cold start, optionally against other builds (package roots with a built dist/).
   const compare = argValue('--cold-start-compare');

@@ -1,6 +1,6 @@
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { createRedactor, redactValue } from '../util/redact.js';
+import { createJsonRedactor } from '../util/redact.js';
 import type { EventBus, Unsubscribe } from './bus.js';
 import { type AgentEvent, AgentEventSchema } from './schema.js';
 
@@ -14,19 +14,22 @@ export interface TraceWriterOptions {
 
 /**
  * Writes a run's events as JSON Lines, one event per line, secrets redacted.
- * Lines are buffered and flushed at every `agent.finished` and `run.finished`,
+ * Lines are buffered and flushed at `run.finished`, at the end of the
+ * event-loop turn in which an `agent.finished` arrived (one write for all the
+ * agents that finished in that turn: 100,000 agents are not 100,000 writes),
  * on a timer, and on close, so a killed run loses at most the last interval.
  */
 export class TraceWriter {
   readonly path: string;
-  readonly #redact: (text: string) => string;
+  readonly #serialize: (value: unknown) => string;
   #fd: number | undefined;
   #buffer: string[] = [];
   readonly #timer: NodeJS.Timeout;
+  #pendingFlush: NodeJS.Immediate | undefined;
 
   constructor(path: string, options: TraceWriterOptions = {}) {
     this.path = path;
-    this.#redact = createRedactor(options.env);
+    this.#serialize = createJsonRedactor(options.env);
     mkdirSync(dirname(path), { recursive: true });
     this.#fd = openSync(path, 'a');
     this.#timer = setInterval(() => this.flush(), options.flushIntervalMs ?? 250);
@@ -36,8 +39,14 @@ export class TraceWriter {
   /** Appends one event (redacted). */
   write(event: AgentEvent): void {
     if (this.#fd === undefined) return;
-    this.#buffer.push(JSON.stringify(redactValue(event, this.#redact)));
-    if (event.type === 'agent.finished' || event.type === 'run.finished') this.flush();
+    this.#buffer.push(this.#serialize(event));
+    if (event.type === 'run.finished') this.flush();
+    else if (event.type === 'agent.finished' && this.#pendingFlush === undefined) {
+      this.#pendingFlush = setImmediate(() => {
+        this.#pendingFlush = undefined;
+        this.flush();
+      });
+    }
   }
 
   /** Subscribes to every event on `bus`; returns the unsubscribe function. */
@@ -56,6 +65,8 @@ export class TraceWriter {
   /** Flushes and closes the file. Safe to call twice. */
   close(): void {
     clearInterval(this.#timer);
+    if (this.#pendingFlush !== undefined) clearImmediate(this.#pendingFlush);
+    this.#pendingFlush = undefined;
     this.flush();
     if (this.#fd !== undefined) closeSync(this.#fd);
     this.#fd = undefined;

@@ -1,5 +1,5 @@
 import type { AgentEvent } from '../events/schema.js';
-import { createRedactor, redactValue } from '../util/redact.js';
+import { createJsonRedactor } from '../util/redact.js';
 import type { EventRenderer } from './renderer.js';
 import type { TerminalOutput } from './terminal.js';
 
@@ -9,15 +9,15 @@ import type { TerminalOutput } from './terminal.js';
  */
 export class JsonRenderer implements EventRenderer {
   readonly #output: TerminalOutput;
-  readonly #redact: (text: string) => string;
+  readonly #serialize: (value: unknown) => string;
 
   constructor(options: { output: TerminalOutput; env?: NodeJS.ProcessEnv | undefined }) {
     this.#output = options.output;
-    this.#redact = createRedactor(options.env);
+    this.#serialize = createJsonRedactor(options.env);
   }
 
   handle(event: AgentEvent): void {
-    this.#output.write(`${JSON.stringify(redactValue(event, this.#redact))}\n`);
+    this.#output.write(`${this.#serialize(event)}\n`);
   }
 
   finish(): void {

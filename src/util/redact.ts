@@ -61,3 +61,36 @@ export function redactValue(value: unknown, redact: (text: string) => string): u
   }
   return value;
 }
+
+// Literal text every SECRET_SHAPES match contains: text without them cannot match one.
+const SHAPE_MARKERS: readonly string[] = ['sk-', 'Bearer'];
+
+// SECRET_NAME as it can show in JSON text: a key's start and end are quotes there.
+const SECRET_NAME_IN_JSON =
+  /["_-](?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|AUTH|AUTHORIZATION)["_-]|API_?KEY|SECRET/i;
+
+/**
+ * JSON text of `value` as `JSON.stringify(redactValue(value, createRedactor(env)))`
+ * would write it, for a trace or `--json` line per event, without the deep
+ * copy and the pattern replacements for text that cannot hold a secret
+ * (nearly every event). JSON escapes strings character by character and
+ * leaves letters, digits, `_` and `-` alone, so a secret value (escaped), a
+ * shape's marker or a secret-named key in `value` shows in the serialized
+ * text; text that shows none of them is what redaction would have written.
+ */
+export function createJsonRedactor(
+  env: NodeJS.ProcessEnv = process.env,
+): (value: unknown) => string {
+  const escaped = secretValues(env).map((secret) => JSON.stringify(secret).slice(1, -1));
+  const redact = createRedactor(env);
+  return (value) => {
+    const text = JSON.stringify(value);
+    if (text === undefined) return text as unknown as string;
+    let suspect = SECRET_NAME_IN_JSON.test(text);
+    for (let index = 0; !suspect && index < SHAPE_MARKERS.length; index += 1)
+      suspect = text.includes(SHAPE_MARKERS[index] as string);
+    for (let index = 0; !suspect && index < escaped.length; index += 1)
+      suspect = text.includes(escaped[index] as string);
+    return suspect ? JSON.stringify(redactValue(value, redact)) : text;
+  };
+}

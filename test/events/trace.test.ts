@@ -16,7 +16,7 @@ afterEach(() => {
 });
 
 describe('TraceWriter', () => {
-  it('writes every bus event as one JSON line and reads them back in order', () => {
+  it('writes every bus event as one JSON line and reads them back in order', async () => {
     const path = join(tempDir(), 'run', 'trace.jsonl');
     const bus = new EventBus();
     const writer = new TraceWriter(path, { env: {} });
@@ -30,7 +30,9 @@ describe('TraceWriter', () => {
       type: 'agent.finished',
       status: 'completed',
     });
-    // agent.finished flushes without waiting for close.
+    // agent.finished flushes at the end of the event-loop turn, without waiting for close.
+    expect(readFileSync(path, 'utf8')).toBe('');
+    await new Promise((resolve) => setImmediate(resolve));
     expect(readFileSync(path, 'utf8').trim().split('\n')).toHaveLength(2);
     writer.close();
 
