@@ -14,6 +14,8 @@ export interface CliIo {
   stdout: TerminalOutput;
   stderr: TerminalOutput;
   env: NodeJS.ProcessEnv;
+  /** The stream behind `stdout`, for readline's line editing in `troupe chat` on a terminal. */
+  stdoutStream?: NodeJS.WritableStream | undefined;
   /** Input for `chat` and `--approve` prompts (default none: chat reads nothing, approvals are refused). */
   stdin?: (NodeJS.ReadableStream & { isTTY?: boolean | undefined }) | undefined;
   /** The folder relative paths are resolved against (default process.cwd()). */

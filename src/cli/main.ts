@@ -167,6 +167,7 @@ export async function main(argv: readonly string[] = process.argv): Promise<numb
   const io: CliIo = {
     stdout: createTerminalOutput(process.stdout),
     stderr: createTerminalOutput(process.stderr),
+    stdoutStream: process.stdout,
     env: process.env,
     // Lazy: touching process.stdin opens it, which only chat and --approve need.
     get stdin() {

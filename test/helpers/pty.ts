@@ -95,6 +95,18 @@ export class PtySession {
     this.#child.stdin?.write(keys);
   }
 
+  /**
+   * Presses keys one at a time, each after the program answered the one
+   * before (as a person types: a terminal sends each key on its own).
+   */
+  async press(...keys: string[]): Promise<void> {
+    for (const key of keys) {
+      const before = this.#raw.length;
+      this.type(key);
+      await this.waitFor(() => this.#raw.length > before);
+    }
+  }
+
   /** Changes the window size (the program gets SIGWINCH). */
   resize(cols: number, rows: number): void {
     this.screen.resize(cols, rows);

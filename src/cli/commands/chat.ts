@@ -1,13 +1,17 @@
+import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Command } from 'commander';
+import { z } from 'zod';
 import { Agent } from '../../agent/agent.js';
 import { errorMessage } from '../../errors.js';
 import { EventBus } from '../../events/bus.js';
 import { attachMcpTools } from '../../mcp/agent-tools.js';
 import { loadMcpConfig } from '../../mcp/config.js';
-import { createModel, describeModel } from '../../model/model.js';
+import { createModel, describeModel, type ModelSpec } from '../../model/model.js';
+import { addUsage, emptyUsage, MessageSchema, totalTokens } from '../../model/types.js';
 import { chatLayout } from '../../render/chat-layout.js';
+import { formatTokens } from '../../render/run-state.js';
 import {
   BUILTIN_TOOL_TIERS,
   builtinToolNames,
@@ -20,6 +24,7 @@ import { createRedactor } from '../../util/redact.js';
 import { captureWarnings } from '../../util/warnings.js';
 import { askPaged, showControls } from '../approve.js';
 import { type CliIo, EXIT, exitWith } from '../context.js';
+import { chatHistoryPath, Repl, type ReplHandlers } from '../repl.js';
 import {
   addSandboxOptions,
   type ProviderFlags,
@@ -124,16 +129,33 @@ async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
       name !== 'report_progress' && BUILTIN_TOOL_TIERS[name].every((tier) => grants.includes(tier)),
   );
   const redact = createRedactor(io.env);
-  const out = (text: string): void => io.stdout.write(`${redact(text)}\n`);
+  // On a terminal (stdin and stdout both TTYs) chat is a readline REPL; otherwise it reads lines.
+  const repl =
+    io.stdin?.isTTY === true && io.stdoutStream !== undefined && io.stdout.isTTY
+      ? new Repl({
+          input: io.stdin,
+          output: io.stdoutStream,
+          historyFile: chatHistoryPath(io.env),
+        })
+      : undefined;
+  const out = (text: string): void => {
+    if (repl !== undefined) repl.print(redact(text));
+    else io.stdout.write(`${redact(text)}\n`);
+  };
   if (flags.unsafeNoSandbox === true) {
     io.stderr.write('WARNING: --unsafe-no-sandbox: shell and python run WITHOUT the OS sandbox.\n');
   }
 
-  const reader = io.stdin === undefined ? undefined : new LineReader(io.stdin);
+  const reader =
+    io.stdin === undefined || repl !== undefined ? undefined : new LineReader(io.stdin);
   const interactive = io.stdin?.isTTY === true;
   const approve =
     flags.approve === true
       ? async (request: ApprovalRequest): Promise<boolean> => {
+          if (repl !== undefined) {
+            const answer = await repl.ask(`? ${request.tool}: ${request.summary}\n  Allow? [y/N] `);
+            return /^\s*y(es)?\s*$/i.test(answer ?? '');
+          }
           if (reader === undefined || !interactive) {
             io.stderr.write(
               `refused (no terminal to ask on): ${request.tool}: ${showControls(request.summary)}\n`,
@@ -184,8 +206,24 @@ async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
   });
 
   out(
-    `troupe chat · ${describeModel(spec)} · workspace ${workspace}\ntools: ${tools.names.join(', ') || '(none)'} · type exit or quit to leave`,
+    `troupe chat · ${describeModel(spec)} · workspace ${workspace}\ntools: ${tools.names.join(', ') || '(none)'} · ${repl === undefined ? 'type exit or quit to leave' : '/help for commands · Ctrl-C cancels a turn · Ctrl-D leaves'}`,
   );
+  if (repl !== undefined) {
+    const releaseWarnings = captureWarnings((warning) => {
+      out(`⚠ ${warning.message}`);
+      return undefined;
+    });
+    const onInterrupt = (): void => repl.close();
+    io.signal?.addEventListener('abort', onInterrupt, { once: true });
+    try {
+      await repl.run(chatHandlers({ agent, repl, bus, spec, cwd, redact, stderr: io.stderr }));
+    } finally {
+      io.signal?.removeEventListener('abort', onInterrupt);
+      releaseWarnings();
+      await mcp?.hub.close();
+    }
+    return EXIT.ok;
+  }
   if (reader === undefined) {
     await mcp?.hub.close();
     return EXIT.ok;
@@ -232,4 +270,111 @@ async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
   }
   if (interactive) io.stdout.write('\n');
   return EXIT.ok;
+}
+
+/** The turn and the slash commands of the chat REPL. */
+function chatHandlers(context: {
+  agent: Agent;
+  repl: Repl;
+  bus: EventBus;
+  spec: ModelSpec;
+  cwd: string;
+  redact: (text: string) => string;
+  stderr: CliIo['stderr'];
+}): ReplHandlers {
+  const { agent, repl, redact } = context;
+  let session = emptyUsage();
+  let turnUsage = emptyUsage();
+  context.bus.onAny((event) => {
+    if (event.type !== 'model.response') return;
+    session = addUsage(session, event.usage);
+    turnUsage = addUsage(turnUsage, event.usage);
+  });
+  const say = (text: string): void => repl.print(redact(text));
+  const commands: Record<string, { help: string; run: (argument: string) => 'exit' | undefined }> =
+    {
+      help: {
+        help: 'this list',
+        run: () => {
+          for (const [name, entry] of Object.entries(commands))
+            say(`  /${name.padEnd(14)} ${entry.help}`);
+          say(
+            '  Ctrl-C cancels the running turn (twice leaves) · Ctrl-D leaves · ↑/↓ history · Ctrl-R search',
+          );
+          return undefined;
+        },
+      },
+      clear: {
+        help: 'forget the conversation so far',
+        run: () => {
+          agent.resetHistory();
+          say('(conversation cleared)');
+          return undefined;
+        },
+      },
+      'save <file>': {
+        help: 'save the conversation as JSON',
+        run: (argument) => {
+          if (argument === '') return void say('usage: /save <file>');
+          const path = resolve(context.cwd, argument);
+          writeFileSync(path, `${JSON.stringify(agent.history, null, 2)}\n`);
+          say(`(saved ${agent.history.length} messages to ${path})`);
+          return undefined;
+        },
+      },
+      'load <file>': {
+        help: 'continue a conversation saved with /save',
+        run: (argument) => {
+          if (argument === '') return void say('usage: /load <file>');
+          const path = resolve(context.cwd, argument);
+          try {
+            const messages = z.array(MessageSchema).parse(JSON.parse(readFileSync(path, 'utf8')));
+            agent.resetHistory(messages);
+            say(`(loaded ${messages.length} messages from ${path})`);
+          } catch (error) {
+            say(`cannot load ${path}: ${errorMessage(error)} (it must be a file written by /save)`);
+          }
+          return undefined;
+        },
+      },
+      model: {
+        help: 'the model in use',
+        run: () => void say(describeModel(context.spec)),
+      },
+      tokens: {
+        help: 'tokens used in this session',
+        run: () =>
+          void say(
+            `${formatTokens(totalTokens(session))} tokens this session (${formatTokens(session.inputTokens)} in, ${formatTokens(session.outputTokens)} out) · ${agent.history.length} messages in the conversation`,
+          ),
+      },
+      exit: { help: 'leave (also /quit, exit, Ctrl-D)', run: () => 'exit' },
+    };
+  return {
+    status: () => `${formatTokens(totalTokens(turnUsage))} tok`,
+    command: (name, argument) => {
+      if (name === 'quit') return 'exit';
+      const entry = Object.entries(commands).find(([key]) => key.split(' ')[0] === name)?.[1];
+      if (entry === undefined) {
+        say(`Unknown command /${name}. /help lists the commands.`);
+        return undefined;
+      }
+      return entry.run(argument);
+    },
+    turn: async (input, signal) => {
+      turnUsage = emptyUsage();
+      try {
+        const result = await agent.run(input, { signal });
+        if (result.stopReason === 'cancelled') return;
+        if (result.stopReason === 'error') {
+          say(`error: ${result.error?.message ?? 'the model call failed'}`);
+          return;
+        }
+        if (result.final !== '') say(result.final);
+        if (result.stopReason !== 'final') say(`(stopped: ${result.stopReason.replace('_', ' ')})`);
+      } catch (error) {
+        say(`error: ${errorMessage(error)}`);
+      }
+    },
+  };
 }

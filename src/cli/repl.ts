@@ -1,0 +1,229 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { createInterface, type Interface } from 'node:readline';
+
+const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+const SPINNER_FRAME_MS = 100;
+/** Lines of chat history kept on disk. */
+export const HISTORY_SIZE = 1000;
+
+/** What the REPL does with the lines a person types. */
+export interface ReplHandlers {
+  /** Runs one turn; `signal` aborts when the person presses Ctrl-C. */
+  turn(input: string, signal: AbortSignal): Promise<void>;
+  /** Handles a `/command`; returns 'exit' to leave. */
+  command(name: string, argument: string): Promise<'exit' | undefined> | 'exit' | undefined;
+  /** What the spinner shows after the elapsed time while a turn runs ("1.2k tok"). */
+  status(): string;
+}
+
+/**
+ * The chat history file, per the XDG base directory convention:
+ * `$XDG_STATE_HOME/troupe/chat_history`, else `~/.local/state/troupe/chat_history`;
+ * undefined when neither is known (no history is kept then).
+ */
+export function chatHistoryPath(env: NodeJS.ProcessEnv): string | undefined {
+  const state = env['XDG_STATE_HOME']?.trim();
+  if (state !== undefined && state !== '') return join(state, 'troupe', 'chat_history');
+  const home = env['HOME']?.trim();
+  return home === undefined || home === ''
+    ? undefined
+    : join(home, '.local', 'state', 'troupe', 'chat_history');
+}
+
+function loadHistory(path: string | undefined): string[] {
+  if (path === undefined) return [];
+  try {
+    // The file lists the oldest first; readline wants the newest first.
+    return readFileSync(path, 'utf8')
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .reverse()
+      .slice(0, HISTORY_SIZE);
+  } catch {
+    return [];
+  }
+}
+
+function formatElapsed(ms: number): string {
+  return ms < 60_000
+    ? `${(ms / 1000).toFixed(1)}s`
+    : `${Math.floor(ms / 60_000)}m${String(Math.floor((ms % 60_000) / 1000)).padStart(2, '0')}s`;
+}
+
+/**
+ * A terminal REPL on readline: line editing, persistent history (up/down,
+ * Ctrl-R), a spinner with elapsed time while a turn runs, Ctrl-C to cancel
+ * the running turn (a second Ctrl-C, or one at an empty prompt twice, leaves),
+ * Ctrl-D to leave. When it ends, readline is closed and stdin released, so
+ * nothing keeps the process alive.
+ */
+export class Repl {
+  readonly #input: NodeJS.ReadableStream & { isTTY?: boolean; unref?: () => void };
+  readonly #output: NodeJS.WritableStream;
+  readonly #rl: Interface;
+  readonly #prompt: string;
+  readonly #lines: string[] = [];
+  readonly #waiting: Array<(line: string | undefined) => void> = [];
+  #closed = false;
+  #turn: AbortController | undefined;
+  #interrupted = false;
+  #spinner: NodeJS.Timeout | undefined;
+  #spinnerText = '';
+  #turnStart = 0;
+  #status: () => string = () => '';
+
+  constructor(options: {
+    input: NodeJS.ReadableStream & { isTTY?: boolean; unref?: () => void };
+    output: NodeJS.WritableStream;
+    historyFile: string | undefined;
+    prompt?: string;
+  }) {
+    this.#input = options.input;
+    this.#output = options.output;
+    this.#prompt = options.prompt ?? '› ';
+    this.#rl = createInterface({
+      input: options.input,
+      output: options.output,
+      terminal: true,
+      history: loadHistory(options.historyFile),
+      historySize: HISTORY_SIZE,
+      removeHistoryDuplicates: true,
+      prompt: this.#prompt,
+    });
+    const historyFile = options.historyFile;
+    if (historyFile !== undefined) {
+      this.#rl.on('history', (history: string[]) => {
+        try {
+          mkdirSync(dirname(historyFile), { recursive: true });
+          writeFileSync(historyFile, `${[...history].reverse().join('\n')}\n`, { mode: 0o600 });
+        } catch {
+          // A history that cannot be saved costs the next session its history, nothing more.
+        }
+      });
+    }
+    this.#rl.on('line', (line) => {
+      this.#interrupted = false;
+      const waiter = this.#waiting.shift();
+      if (waiter === undefined) this.#lines.push(line);
+      else waiter(line);
+    });
+    this.#rl.on('SIGINT', () => this.#onInterrupt());
+    this.#rl.on('close', () => this.#end());
+  }
+
+  /** Prints a line above the prompt (and the spinner, which is redrawn after it). */
+  print(text: string): void {
+    this.#clearSpinner();
+    this.#output.write(`${text}\n`);
+    this.#drawSpinner();
+  }
+
+  /** Asks a question and waits for the answer line (undefined when the input ends). */
+  async ask(question: string): Promise<string | undefined> {
+    this.#clearSpinner();
+    this.#output.write(question);
+    return this.#next();
+  }
+
+  /** Reads and handles lines until the person leaves. */
+  async run(handlers: ReplHandlers): Promise<void> {
+    this.#status = handlers.status;
+    try {
+      for (;;) {
+        this.#rl.setPrompt(this.#prompt);
+        this.#rl.prompt();
+        const line = await this.#next();
+        if (line === undefined) break;
+        const input = line.trim();
+        if (input === '') continue;
+        if (input.startsWith('/')) {
+          const [name = '', ...rest] = input.slice(1).split(/\s+/);
+          if ((await handlers.command(name.toLowerCase(), rest.join(' '))) === 'exit') break;
+          continue;
+        }
+        if (['exit', 'quit', ':q'].includes(input.toLowerCase())) break;
+        const turn = new AbortController();
+        this.#turn = turn;
+        this.#startSpinner();
+        try {
+          await handlers.turn(input, turn.signal);
+        } finally {
+          this.#stopSpinner();
+          this.#turn = undefined;
+        }
+      }
+    } finally {
+      this.close();
+    }
+  }
+
+  /** Closes readline and lets go of stdin. Safe to call twice. */
+  close(): void {
+    this.#stopSpinner();
+    if (!this.#closed) this.#rl.close();
+    this.#end();
+    this.#input.pause();
+    this.#input.unref?.();
+  }
+
+  #next(): Promise<string | undefined> {
+    const line = this.#lines.shift();
+    if (line !== undefined) return Promise.resolve(line);
+    if (this.#closed) return Promise.resolve(undefined);
+    return new Promise((resolve) => this.#waiting.push(resolve));
+  }
+
+  #onInterrupt(): void {
+    if (this.#turn !== undefined && !this.#turn.signal.aborted) {
+      this.#turn.abort(new Error('cancelled with Ctrl-C'));
+      this.print('^C (turn cancelled; Ctrl-C again or Ctrl-D to leave)');
+      this.#interrupted = true;
+      return;
+    }
+    if (this.#interrupted) {
+      this.#output.write('\n');
+      this.close();
+      return;
+    }
+    this.#interrupted = true;
+    // Like a shell: drop what was typed, and say how to leave.
+    this.#rl.write('', { ctrl: true, name: 'u' });
+    this.#output.write('^C\n(Ctrl-C again or Ctrl-D to leave)\n');
+    this.#rl.prompt();
+  }
+
+  #end(): void {
+    this.#closed = true;
+    this.#turn?.abort(new Error('the chat ended'));
+    for (const waiter of this.#waiting.splice(0)) waiter(undefined);
+  }
+
+  #startSpinner(): void {
+    this.#turnStart = Date.now();
+    this.#drawSpinner();
+    this.#spinner = setInterval(() => this.#drawSpinner(), SPINNER_FRAME_MS);
+    this.#spinner.unref();
+  }
+
+  #stopSpinner(): void {
+    if (this.#spinner !== undefined) clearInterval(this.#spinner);
+    this.#spinner = undefined;
+    this.#clearSpinner();
+  }
+
+  #drawSpinner(): void {
+    if (this.#spinner === undefined && this.#turn === undefined) return;
+    const elapsed = Date.now() - this.#turnStart;
+    const frame = SPINNER[Math.floor(elapsed / SPINNER_FRAME_MS) % SPINNER.length] ?? '*';
+    const status = this.#status();
+    this.#spinnerText = `${frame} working · ${formatElapsed(elapsed)}${status === '' ? '' : ` · ${status}`} · Ctrl-C cancels`;
+    this.#output.write(`\r\u001b[K\u001b[2m${this.#spinnerText}\u001b[22m`);
+  }
+
+  #clearSpinner(): void {
+    if (this.#spinnerText === '') return;
+    this.#output.write('\r\u001b[K');
+    this.#spinnerText = '';
+  }
+}
