@@ -5,6 +5,11 @@ import { createNatsTransport } from '../../src/runtime/nats-setup.js';
 import { Runtime } from '../../src/runtime/runtime.js';
 import type { RuntimeOptions } from '../../src/runtime/runtime-options.js';
 import { createRunId } from '../../src/util/ids.js';
+import {
+  type MockOpenAIServer,
+  openaiReply,
+  startMockOpenAIServer,
+} from '../helpers/mock-openai-server.js';
 import { NatsServer, natsServerBinary } from '../helpers/nats-server.js';
 import { expectWellFormed, ofType } from './helpers.js';
 import { type NodeProcess, startNode, stopNode } from './nats-helpers.js';
@@ -14,6 +19,7 @@ const worker = defineRole({ name: 'worker', description: 'w', system: 'w' });
 let server: NatsServer;
 const nodes: NodeProcess[] = [];
 const runtimes: Runtime[] = [];
+const mocks: MockOpenAIServer[] = [];
 
 beforeEach(async () => {
   server = await NatsServer.start();
@@ -22,6 +28,7 @@ beforeEach(async () => {
 afterEach(async () => {
   await Promise.all(runtimes.splice(0).map((runtime) => runtime.close()));
   await Promise.all(nodes.splice(0).map((node) => stopNode(node)));
+  await Promise.all(mocks.splice(0).map((mock) => mock.close()));
   await server.dispose();
 });
 
@@ -53,6 +60,55 @@ function nodeOf(events: readonly AgentEvent[]): Map<string, string> {
     if (node !== undefined) placed.set(event.agentId, node);
   }
   return placed;
+}
+
+const KEY_ENV = 'TROUPE_TEST_MOCK_KEY';
+const STEPS = 4;
+
+/**
+ * A model server whose every sub-agent makes STEPS calls: list_files until it
+ * has STEPS - 1 results, then an answer. Answers take `delayMs`, so a run is
+ * long enough to break something in the middle of it.
+ */
+async function stepModel(delayMs: number): Promise<MockOpenAIServer> {
+  const mock = await startMockOpenAIServer({
+    respond: (body) => {
+      const messages = (body['messages'] as { role: string }[] | undefined) ?? [];
+      const results = messages.filter((message) => message.role === 'tool').length;
+      return results < STEPS - 1
+        ? openaiReply({
+            toolCalls: [{ name: 'list_files', arguments: { path: '.' } }],
+            usage: { prompt: 10, completion: 5 },
+            delayMs,
+          })
+        : openaiReply({ content: 'done', usage: { prompt: 10, completion: 5 }, delayMs });
+    },
+  });
+  mocks.push(mock);
+  return mock;
+}
+
+function completions(mock: MockOpenAIServer): number {
+  return mock.requests.filter((request) => request.path === '/v1/chat/completions').length;
+}
+
+async function fanOut(
+  mock: MockOpenAIServer,
+  count: number,
+): Promise<{
+  runtime: Runtime;
+  events: AgentEvent[];
+  done: Promise<Awaited<ReturnType<Runtime['spawn']>['result']>[]>;
+}> {
+  const { runtime, events } = await natsRuntime({
+    roles: [worker],
+    model: { provider: 'openai', model: 'mock', baseURL: mock.baseURL, apiKeyEnv: KEY_ENV },
+  });
+  runtime.registerRoot('coordinator', { model: { provider: 'offline' }, task: 'fan out' });
+  const refs = Array.from({ length: count }, (_, index) =>
+    runtime.spawn('worker', `task ${index}`, { parent: 'coordinator' }),
+  );
+  return { runtime, events, done: Promise.all(refs.map((ref) => ref.result)) };
 }
 
 describe.skipIf(natsServerBinary() === undefined)('NATS transport', () => {
@@ -107,5 +163,68 @@ describe.skipIf(natsServerBinary() === undefined)('NATS transport', () => {
         'agent.finished',
       ]);
     }
+  }, 120_000);
+
+  it("continues a killed node's actors on the other node, repeating no finished model call", async () => {
+    const mock = await stepModel(300);
+    const env = { [KEY_ENV]: mock.apiKey };
+    nodes.push(
+      ...(await Promise.all([
+        startNode(server.url, 'node-a', [], env),
+        startNode(server.url, 'node-b', [], env),
+      ])),
+    );
+    const [nodeA] = nodes;
+    const actors = 12;
+
+    // The fault-free run: every actor makes STEPS calls.
+    const clean = await fanOut(mock, actors);
+    expect(
+      (await clean.done)
+        .filter((result) => result.status !== 'completed')
+        .map((result) => result.error?.message),
+    ).toEqual([]);
+    const faultFree = completions(mock);
+    expect(faultFree).toBe(actors * STEPS);
+
+    // The same run again, with node-a killed once every actor has a response in its journal.
+    const faulty = await fanOut(mock, actors);
+    await mock.until(() => completions(mock) >= faultFree + 2 * actors + 2);
+    const inFlight = mock.inFlight;
+    if (nodeA !== undefined) await stopNode(nodeA, 'SIGKILL');
+    const results = await faulty.done;
+
+    expect(results.filter((result) => result.status !== 'completed')).toEqual([]);
+    const moved = ofType(faulty.events, 'agent.progress').filter((event) =>
+      event.note.startsWith('continues on node node-b'),
+    );
+    expect(moved.length).toBeGreaterThan(0);
+    const replayed = moved.map((event) =>
+      Number(/; (\d+) model responses replayed/.exec(event.note)?.[1]),
+    );
+    expect(replayed.some((count) => count > 0)).toBe(true);
+    const calls = completions(mock) - faultFree;
+    expect(calls).toBeGreaterThanOrEqual(faultFree);
+    expect(calls).toBeLessThanOrEqual(faultFree + inFlight);
+    expectWellFormed(faulty.events, ['coordinator']);
+  }, 120_000);
+
+  it('recovers when the NATS server restarts mid-run', async () => {
+    const mock = await stepModel(300);
+    const env = { [KEY_ENV]: mock.apiKey };
+    nodes.push(
+      ...(await Promise.all([
+        startNode(server.url, 'node-a', [], env),
+        startNode(server.url, 'node-b', [], env),
+      ])),
+    );
+    const actors = 12;
+    const run = await fanOut(mock, actors);
+    await mock.until(() => completions(mock) >= actors + 2);
+    await server.restart();
+    const results = await run.done;
+
+    expect(results.filter((result) => result.status !== 'completed')).toEqual([]);
+    expectWellFormed(run.events, ['coordinator']);
   }, 120_000);
 });

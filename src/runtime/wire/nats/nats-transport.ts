@@ -59,6 +59,8 @@ interface RemoteActor {
   consumedPassed: number;
   /** The work message's stream sequence, once published. */
   workSeq: number | undefined;
+  /** How often it was queued again (its node went silent, or NATS was lost); only claims of the last count. */
+  generation: number;
 }
 
 const TICK_MS = 1000;
@@ -93,7 +95,7 @@ export class NatsTransport implements Transport {
   readonly #heard = new Map<string, number>();
   readonly #subs: Subscription[] = [];
   #handlers: TransportHandlers | undefined;
-  #hostId = 1;
+  readonly #hostId = 1;
   #up = false;
   #lostAt: number | undefined;
   #failed = false;
@@ -263,6 +265,7 @@ export class NatsTransport implements Transport {
       consumedByOwner: 0,
       consumedPassed: 0,
       workSeq: undefined,
+      generation: 0,
     };
     this.#actors.set(start.actorId, actor);
     if (role?.type !== 'role.define' || model?.type !== 'model.define') {
@@ -274,6 +277,16 @@ export class NatsTransport implements Transport {
       );
       return;
     }
+    this.#publishWork(actor);
+  }
+
+  // Puts the actor's spawn in the work queue (again, after its node went silent or NATS was lost).
+  #publishWork(actor: RemoteActor): void {
+    const { start } = actor;
+    const role = this.#defs.get(start.role);
+    const model = this.#defs.get(start.model);
+    if (role?.type !== 'role.define' || model?.type !== 'model.define') return;
+    const generation = actor.generation;
     const work: WorkItemInput = {
       wire: NATS_WIRE_VERSION,
       runId: this.#runId,
@@ -284,20 +297,25 @@ export class NatsTransport implements Transport {
       modelKey: model.key,
       model: model.model,
       start,
-      readJournal: this.#resume || start.attempt > 1,
+      generation,
+      readJournal: this.#resume || start.attempt > 1 || generation > 0,
     };
+    const current = (): boolean =>
+      this.#actors.get(start.actorId) === actor && actor.generation === generation;
     this.#link.js
       .publish(subjects.work(this.#runId), encode(work), {
-        msgID: `${this.session}.${start.actorId}.${start.attempt}`,
+        msgID: `${this.session}.${start.actorId}.${start.attempt}.${generation}`,
       })
       .then(
         (ack) => {
-          if (this.#actors.get(start.actorId) === actor) actor.workSeq = ack.seq;
-          // Cancelled while the publish was under way: take it back out.
+          if (current()) actor.workSeq = ack.seq;
+          // Cancelled or queued again while the publish was under way: take it back out.
           else void this.#link.jsm.streams.deleteMessage(STREAMS.work, ack.seq).catch(() => false);
         },
         (error: unknown) => {
-          if (this.#actors.get(start.actorId) !== actor) return;
+          if (!current()) return;
+          // NATS went away meanwhile: the spawn is queued again when it is back.
+          if (this.#lostAt !== undefined) return;
           this.#end(
             actor,
             lostOutcome(
@@ -309,6 +327,17 @@ export class NatsTransport implements Transport {
           );
         },
       );
+  }
+
+  // A fresh spawn for an actor whose node is gone: the old one leaves the queue, so nothing but
+  // a claim of the new one counts, and whichever node takes it continues from the journal.
+  #requeue(actor: RemoteActor): void {
+    this.#unqueue(actor);
+    actor.workSeq = undefined;
+    actor.owner = undefined;
+    actor.generation += 1;
+    actor.waitingSince = Date.now();
+    this.#publishWork(actor);
   }
 
   #unqueue(actor: RemoteActor): void {
@@ -421,11 +450,15 @@ export class NatsTransport implements Transport {
 
   #claim(
     node: string,
-    claim: { actorId: string; attempt: number; replayed: number },
+    claim: { actorId: string; attempt: number; generation: number; replayed: number },
     out: WorkerWireItem[],
   ): void {
     const actor = this.#actors.get(claim.actorId);
-    if (actor === undefined || actor.start.attempt !== claim.attempt) {
+    if (
+      actor === undefined ||
+      actor.start.attempt !== claim.attempt ||
+      actor.generation !== claim.generation
+    ) {
       this.#down(node, {
         type: 'node.drop',
         actorId: claim.actorId,
@@ -479,21 +512,9 @@ export class NatsTransport implements Transport {
     const now = Date.now();
     const handlers = this.#handlers;
     if (handlers === undefined) return;
-    if (!this.#up) {
-      if (
-        !this.#failed &&
-        this.#lostAt !== undefined &&
-        now - this.#lostAt > this.#reconnectForMs
-      ) {
-        this.#failed = true;
-        handlers.error(
-          new TroupeError(
-            'runtime.worker_exit',
-            `NATS at ${this.#link.where} has been unreachable for ${Math.round(this.#reconnectForMs / 1000)} s; the run stops. Check the server, then resume the run (troupe run --resume ${this.#runId} --nats …).`,
-          ),
-          true,
-        );
-      }
+    if (this.#failed) return;
+    if (this.#lostAt !== undefined) {
+      if (now - this.#lostAt > this.#reconnectForMs) this.#giveUp(handlers);
       return;
     }
     this.#beat();
@@ -503,13 +524,16 @@ export class NatsTransport implements Transport {
       if (owner !== undefined) {
         const heard = this.#heard.get(owner) ?? 0;
         if (now - heard > this.#deadAfterMs) {
-          // Its spawn is still unacknowledged: JetStream hands it to another node.
-          actor.owner = undefined;
-          actor.waitingSince = now;
+          this.#down(owner, {
+            type: 'node.drop',
+            actorId: actor.start.actorId,
+            reason: 'its node went silent',
+          });
+          this.#requeue(actor);
           out.push(
             this.#progress(
               actor,
-              `node ${owner} has been silent for ${Math.round((now - heard) / 1000)} s; waiting for another node to take the actor over`,
+              `node ${owner} has been silent for ${Math.round((now - heard) / 1000)} s; queued again for another node`,
             ),
           );
         }
@@ -531,32 +555,37 @@ export class NatsTransport implements Transport {
     if (out.length > 0) handlers.items(this.#hostId, out);
   }
 
+  // A lost connection is not a lost actor: nodes stop their actors when they lose NATS, and when
+  // it is back every actor is queued again and continues (on some node) from its journal.
+  // Past `reconnectForMs` without NATS, the run fails clearly.
   async #watchConnection(): Promise<void> {
     for await (const status of this.#link.nc.status()) {
       if (this.#closing) return;
-      const handlers = this.#handlers;
-      if (handlers === undefined) continue;
-      if (status.type === 'disconnect' && this.#up) {
-        // Items in flight may be lost: every actor of the run is retried (from its journal) when NATS is back.
-        this.#up = false;
+      if (status.type === 'disconnect' && this.#lostAt === undefined && !this.#failed) {
         this.#lostAt = Date.now();
-        this.#actors.clear();
-        this.#requests.clear();
-        this.#requestsBack.clear();
-        handlers.hostDown(
-          this.#hostId,
-          new TroupeError(
-            'runtime.worker_exit',
-            `lost the connection to NATS at ${this.#link.where}; the actor is retried when it is back`,
-          ),
-        );
-      } else if (status.type === 'reconnect' && !this.#up && !this.#failed) {
-        this.#up = true;
+        for (const actor of this.#actors.values()) {
+          actor.owner = undefined;
+          actor.waitingSince = this.#lostAt;
+        }
+      } else if (status.type === 'reconnect') {
         this.#lostAt = undefined;
-        this.#hostId += 1;
-        handlers.hostUp(this.#hostId);
+        // Nodes could not beat while NATS was away: count from now.
+        const now = Date.now();
+        for (const node of this.#heard.keys()) this.#heard.set(node, now);
+        for (const actor of [...this.#actors.values()]) this.#requeue(actor);
       }
     }
+  }
+
+  #giveUp(handlers: TransportHandlers): void {
+    this.#failed = true;
+    this.#up = false;
+    const error = new TroupeError(
+      'runtime.worker_exit',
+      `NATS at ${this.#link.where} has been unreachable for ${Math.round(this.#reconnectForMs / 1000)} s; the run stops. Check the server, then resume the run (troupe run --resume ${this.#runId} --nats …).`,
+    );
+    handlers.error(error, true);
+    for (const actor of [...this.#actors.values()]) this.#end(actor, lostOutcome(error));
   }
 }
 

@@ -47,6 +47,8 @@ export const WorkItemSchema = z.object({
   modelKey: z.string(),
   model: ModelSpecSchema,
   start: ActorStartSchema,
+  /** Which queuing of this attempt it is: a spawn queued again replaces the one before. */
+  generation: z.number().int().nonnegative(),
   /** Read the actor's journal before starting it (a resumed run, or a later attempt). */
   readJournal: z.boolean(),
 });
@@ -60,6 +62,7 @@ export const NodeUpItemSchema = z.discriminatedUnion('type', [
     type: z.literal('node.claimed'),
     actorId: z.string(),
     attempt: z.number().int().positive(),
+    generation: z.number().int().nonnegative(),
     replayed: z.number().int().nonnegative(),
   }),
 ]);

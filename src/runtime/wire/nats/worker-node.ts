@@ -102,6 +102,7 @@ export class WorkerNode {
   #held = 0;
   #slotFreed: (() => void) | undefined;
   #stopping = false;
+  #disconnected = false;
   #tick: NodeJS.Timeout | undefined;
   #fetching: Promise<void> | undefined;
 
@@ -161,14 +162,14 @@ export class WorkerNode {
     void this.#watchConnection();
   }
 
-  // While disconnected, what actors send is lost or late: stop them, and hand their spawns back when
-  // NATS is there again (the same attempt continues on some node from its journal, or the
-  // coordinator, which lost NATS too, has moved on to a new attempt and drops this one).
+  // While disconnected, what actors send is lost or late: stop them. Their coordinators queue them
+  // again (they lost NATS too, or they hear this node go silent), and they continue from their journals.
   async #watchConnection(): Promise<void> {
     const handBack: JsMsg[] = [];
     for await (const status of this.#link.nc.status()) {
       if (this.#stopping) return;
       if (status.type === 'disconnect') {
+        this.#disconnected = true;
         for (const run of this.#runs.values()) {
           for (const actor of run.actors.values()) {
             if (actor.dropped) continue;
@@ -176,9 +177,15 @@ export class WorkerNode {
             handBack.push(actor.msg);
           }
         }
-        this.#log('lost the connection to NATS; its actors stopped, to be handed back');
+        this.#log(
+          'lost the connection to NATS; its actors stopped (their coordinators queue them again)',
+        );
       } else if (status.type === 'reconnect') {
-        for (const msg of handBack.splice(0)) msg.nak();
+        this.#disconnected = false;
+        // Coordinators could not beat while NATS was away: count from now.
+        for (const run of this.#runs.values()) run.lastBeat = Date.now();
+        // The coordinators queue these actors again: their old spawns are done with.
+        for (const msg of handBack.splice(0)) msg.term();
         this.#log('reconnected to NATS');
       }
     }
@@ -340,6 +347,7 @@ export class WorkerNode {
       type: 'node.claimed',
       actorId: actor.actorId,
       attempt: actor.work.start.attempt,
+      generation: actor.work.generation,
       replayed,
     });
   }
@@ -663,7 +671,7 @@ export class WorkerNode {
     const now = Date.now();
     for (const run of this.#runs.values()) {
       for (const actor of run.actors.values()) if (!actor.dropped) actor.msg.working();
-      if (now - run.lastBeat > this.#deadAfterMs) {
+      if (!this.#disconnected && now - run.lastBeat > this.#deadAfterMs) {
         // The coordinator is gone: stop paying for its actors. A resumed one queues them again.
         this.#log(`run ${run.runId}: its coordinator is silent; stopping its actors`);
         for (const actor of run.actors.values()) {
