@@ -65,6 +65,8 @@ export class ActorHost {
   readonly #models = new Map<string, { spec: ModelSpec; shared: Model | undefined }>();
   readonly #running = new Set<Promise<void>>();
   readonly #pending = new Map<number, Pending>();
+  // Journaled model calls waiting for their record to be stored, by actor and call number.
+  readonly #stored = new Map<string, () => void>();
   // Progress handlers of pooled tool calls in flight, by request.
   readonly #toolProgress = new Map<number, (note: string) => void>();
   readonly #out: Batcher<WorkerWireItem>;
@@ -214,6 +216,12 @@ export class ActorHost {
       case 'journal.answered':
         this.#answer(item.requestId, undefined);
         return;
+      case 'journal.stored': {
+        const key = `${item.actorId}\n${item.step}`;
+        this.#stored.get(key)?.();
+        this.#stored.delete(key);
+        return;
+      }
       case 'host.shutdown':
         this.#stop();
         return;
@@ -349,7 +357,10 @@ export class ActorHost {
     const actorId = start.actorId;
     const record = journal.record
       ? (step: number, response: ModelResponse) =>
-          this.#out.push({ type: 'journal.record', actorId, step, response })
+          new Promise<void>((resolve) => {
+            this.#stored.set(`${actorId}\n${step}`, resolve);
+            this.#out.push({ type: 'journal.record', actorId, step, response });
+          })
       : undefined;
     return new ReplayModel(model, journal.replay, record);
   }
@@ -434,6 +445,8 @@ export class ActorHost {
     const closed = new TroupeError('runtime.closed', 'The runtime is shutting down.');
     for (const pending of this.#pending.values()) pending.reject(closed);
     this.#pending.clear();
+    for (const resolve of this.#stored.values()) resolve();
+    this.#stored.clear();
     this.#shutdown?.();
   }
 }

@@ -13,7 +13,9 @@ import {
  * the responses the dead node recorded: call number n (from 1) returns the
  * n-th recorded response, with no usage (no new tokens were spent), until the
  * records run out. Every live response is handed to `record` with its call
- * number, so the next node can continue from it too.
+ * number, and returned once `record` resolves (it is stored), so a node that
+ * dies loses only the calls it had in flight: the next node continues from
+ * every response this one returned.
  *
  * Replay is by position: an actor restarted from its task on the same tools
  * asks the same questions in the same order, so the n-th answer fits.
@@ -21,13 +23,13 @@ import {
 export class ReplayModel implements Model {
   readonly #inner: Model;
   readonly #replay: readonly ModelResponse[];
-  readonly #record: ((step: number, response: ModelResponse) => void) | undefined;
+  readonly #record: ((step: number, response: ModelResponse) => Promise<void>) | undefined;
   #calls = 0;
 
   constructor(
     inner: Model,
     replay: readonly ModelResponse[],
-    record: ((step: number, response: ModelResponse) => void) | undefined,
+    record: ((step: number, response: ModelResponse) => Promise<void>) | undefined,
   ) {
     this.#inner = inner;
     this.#replay = replay;
@@ -49,7 +51,7 @@ export class ReplayModel implements Model {
     const recorded = this.#replay[step - 1];
     if (recorded !== undefined) return replayed(recorded);
     const response = await this.#inner.complete(request, options);
-    this.#record?.(step, response);
+    await this.#record?.(step, response);
     return response;
   }
 
@@ -62,7 +64,7 @@ export class ReplayModel implements Model {
       return;
     }
     for await (const part of this.#inner.stream(request, options)) {
-      if (part.type === 'finish') this.#record?.(step, part.response);
+      if (part.type === 'finish') await this.#record?.(step, part.response);
       yield part;
     }
   }

@@ -169,6 +169,12 @@ export const MainToWorkerSchema = z.discriminatedUnion('type', [
   }),
   /** A journal intent is durable: the tool may run. */
   z.object({ type: z.literal('journal.answered'), requestId: z.number().int() }),
+  /** A `journal.record` is stored: the journaled actor's model call `step` may return. */
+  z.object({
+    type: z.literal('journal.stored'),
+    actorId: z.string(),
+    step: z.number().int().positive(),
+  }),
   z.object({ type: z.literal('host.shutdown') }),
 ]);
 export type MainToWorker = z.infer<typeof MainToWorkerSchema>;

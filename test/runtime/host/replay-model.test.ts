@@ -24,8 +24,12 @@ describe('ReplayModel', () => {
   it('answers from the journal with no usage, then calls the model and records each live response', async () => {
     const inner = new ScriptedModel({ steps: [{ content: 'live', repeat: true }] });
     const records: [number, string][] = [];
-    const model = new ReplayModel(inner, [recorded('one'), recorded('two')], (step, response) =>
-      records.push([step, response.content]),
+    const model = new ReplayModel(
+      inner,
+      [recorded('one'), recorded('two')],
+      async (step, response) => {
+        records.push([step, response.content]);
+      },
     );
 
     const first = await model.complete(request);
@@ -48,5 +52,30 @@ describe('ReplayModel', () => {
       [4, 'live'],
     ]);
     expect(model.replayed).toBe(2);
+  });
+
+  it('returns a live response only once its record is stored', async () => {
+    const inner = new ScriptedModel({ steps: [{ content: 'live', repeat: true }] });
+    let store: (() => void) | undefined;
+    const model = new ReplayModel(
+      inner,
+      [],
+      () =>
+        new Promise<void>((resolve) => {
+          store = resolve;
+        }),
+    );
+    let returned = false;
+    const call = model.complete(request).then((response) => {
+      returned = true;
+      return response;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+
+    expect(store).toBeDefined();
+    expect(returned).toBe(false);
+    store?.();
+    expect((await call).content).toBe('live');
   });
 });

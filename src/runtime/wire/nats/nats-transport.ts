@@ -102,6 +102,7 @@ export class NatsTransport implements Transport {
   #closing = false;
   #nextRequest = 1;
   #tick: NodeJS.Timeout | undefined;
+  #lastTick = Date.now();
 
   constructor(options: NatsTransportOptions) {
     this.#link = options.link;
@@ -207,6 +208,7 @@ export class NatsTransport implements Transport {
         this.#down(request.node, { ...item, requestId: request.requestId });
         return;
       }
+      case 'journal.stored':
       case 'host.shutdown':
         return;
     }
@@ -518,12 +520,16 @@ export class NatsTransport implements Transport {
       return;
     }
     this.#beat();
+    // A late tick means this process was busy: what nodes sent meanwhile is still unread, so
+    // their silence says nothing yet. Judge on the next tick.
+    const late = now - this.#lastTick > 2 * TICK_MS;
+    this.#lastTick = now;
     const out: WorkerWireItem[] = [];
     for (const actor of [...this.#actors.values()]) {
       const owner = actor.owner;
       if (owner !== undefined) {
         const heard = this.#heard.get(owner) ?? 0;
-        if (now - heard > this.#deadAfterMs) {
+        if (!late && now - heard > this.#deadAfterMs) {
           this.#down(owner, {
             type: 'node.drop',
             actorId: actor.start.actorId,

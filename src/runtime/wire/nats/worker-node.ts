@@ -104,6 +104,7 @@ export class WorkerNode {
   #stopping = false;
   #disconnected = false;
   #tick: NodeJS.Timeout | undefined;
+  #lastTick = Date.now();
   #fetching: Promise<void> | undefined;
 
   constructor(options: WorkerNodeOptions) {
@@ -290,7 +291,18 @@ export class WorkerNode {
       try {
         actor.journal = await this.#readJournal(run.runId, journalKey(work));
       } catch (error) {
-        this.#log(`could not read the journal of ${actor.actorId}: ${errorMessage(error)}`);
+        // Starting without its journal would pay for its finished calls again: let it come back.
+        this.#log(
+          `could not read the journal of ${actor.actorId}, retrying: ${errorMessage(error)}`,
+        );
+        if (!actor.dropped) {
+          actor.dropped = true;
+          run.actors.delete(actor.actorId);
+          this.#held -= 1;
+          this.#slotFreed?.();
+          actor.msg.nak(1000);
+        }
+        return;
       }
     }
     if (actor.dropped) return;
@@ -476,10 +488,19 @@ export class WorkerNode {
           break;
         case 'journal.record': {
           const actor = run.actors.get(item.actorId);
-          if (actor === undefined || actor.dropped) break;
-          if (item.step !== actor.journal.length + 1) break;
+          const stored = (): void =>
+            run.transport.send(hostId, {
+              type: 'journal.stored',
+              actorId: item.actorId,
+              step: item.step,
+            });
+          // The call returns once its response is stored (or when there is nothing to store it for).
+          if (actor === undefined || actor.dropped || item.step !== actor.journal.length + 1) {
+            stored();
+            break;
+          }
           actor.journal.push(item.response);
-          this.#writeJournal(actor);
+          void this.#writeJournal(actor).then(stored);
           break;
         }
         case 'actor.result': {
@@ -517,7 +538,7 @@ export class WorkerNode {
   }
 
   // The whole journal each time: the stream keeps the last message per subject, so a reader gets one message.
-  #writeJournal(actor: NodeActor): void {
+  #writeJournal(actor: NodeActor): Promise<unknown> {
     const subject = subjects.journal(actor.run.runId, journalKey(actor.work));
     const payload = encode({ responses: actor.journal });
     actor.journalWrite = actor.journalWrite
@@ -525,6 +546,7 @@ export class WorkerNode {
       .catch((error: unknown) => {
         this.#log(`could not write the journal of ${actor.actorId}: ${errorMessage(error)}`);
       });
+    return actor.journalWrite;
   }
 
   // The attempt ended here: its result goes up, then (flushed, and its journal written) the spawn is acknowledged.
@@ -640,6 +662,7 @@ export class WorkerNode {
       case 'role.define':
       case 'model.define':
       case 'actor.start':
+      case 'journal.stored':
       case 'host.shutdown':
         // Starts come from the work queue, never down a run's subject.
         return;
@@ -669,9 +692,12 @@ export class WorkerNode {
 
   #onTick(): void {
     const now = Date.now();
+    // A late tick: this process was busy, and the coordinators' beats may be unread yet.
+    const late = now - this.#lastTick > 2 * Math.max(100, Math.floor(this.#deadAfterMs / 3));
+    this.#lastTick = now;
     for (const run of this.#runs.values()) {
       for (const actor of run.actors.values()) if (!actor.dropped) actor.msg.working();
-      if (!this.#disconnected && now - run.lastBeat > this.#deadAfterMs) {
+      if (!late && !this.#disconnected && now - run.lastBeat > this.#deadAfterMs) {
         // The coordinator is gone: stop paying for its actors. A resumed one queues them again.
         this.#log(`run ${run.runId}: its coordinator is silent; stopping its actors`);
         for (const actor of run.actors.values()) {
