@@ -173,6 +173,13 @@ export const AgentEventSchema = z.discriminatedUnion('type', [
     message: z.string(),
   }),
   e.extend({
+    /** A role runs without built-in tools whose tier the run does not grant. */
+    type: z.literal('role.adapted'),
+    name: z.string(),
+    dropped: z.array(z.string()),
+    tiers: z.array(z.string()),
+  }),
+  e.extend({
     type: z.literal('callback.error'),
     callback: z.string(),
     error: SerializedErrorSchema,

@@ -263,6 +263,16 @@ export async function runJob(options: JobOptions): Promise<JobResult> {
   runtime.registerRoot(COORDINATOR_ID, { model: spec, task });
   emit({ type: 'run.started', task });
   emit({ type: 'agent.spawned', task, model: describeModel(spec), depth: 0 });
+  const usable = options.roles ?? runtime.roles.map((role) => role.name);
+  for (const adaptation of runtime.roleAdaptations) {
+    if (!usable.includes(adaptation.role)) continue;
+    emit({
+      type: 'role.adapted',
+      name: adaptation.role,
+      dropped: adaptation.dropped,
+      tiers: adaptation.tiers,
+    });
+  }
 
   const controller = new AbortController();
   // A stop reaches every descendant at once, not when the coordinator's run

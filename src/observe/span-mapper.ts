@@ -118,6 +118,7 @@ export class GenAiSpanMapper {
       case 'history.compressed':
       case 'callback.error':
       case 'warning.raised':
+      case 'role.adapted':
         this.#note(event);
         return;
       case 'run.started':
@@ -360,6 +361,7 @@ export class GenAiSpanMapper {
       | 'history.compressed'
       | 'callback.error'
       | 'warning.raised'
+      | 'role.adapted'
     >,
   ): void {
     const span = this.#agents.get(event.agentId)?.span;
@@ -397,6 +399,13 @@ export class GenAiSpanMapper {
         Object.assign(attributes, {
           'troupe.warning.source': event.source,
           'troupe.warning.message': event.message,
+        });
+        break;
+      case 'role.adapted':
+        Object.assign(attributes, {
+          'troupe.role.name': event.name,
+          'troupe.role.dropped_tools': event.dropped,
+          'troupe.role.ungranted_tiers': event.tiers,
         });
         break;
     }

@@ -332,6 +332,14 @@ export function buildTimeline(
       case 'warning.raised':
         say(building, 'note', event.ts, `warning: ${event.message}`);
         break;
+      case 'role.adapted':
+        say(
+          building,
+          'note',
+          event.ts,
+          `role ${event.name} runs without ${event.dropped.join(', ')} (${event.tiers.join(', ')} not granted)`,
+        );
+        break;
       case 'agent.finished': {
         agent.endMs = at(event.ts);
         agent.status = event.status;

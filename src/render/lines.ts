@@ -87,9 +87,16 @@ export function describeEvent(event: AgentEvent): string | undefined {
       return `warning: ${oneLine(event.message)}`;
     case 'journal.diverged':
       return `journal diverged at model call ${event.step}: ${cut(event.reason, 160)}`;
+    case 'role.adapted':
+      return `role ${event.name} runs without ${event.dropped.join(', ')}: ${describeTiers(event.tiers)}`;
     case 'callback.error':
       return `callback error in ${event.callback}: ${oneLine(event.error.message)}`;
   }
+}
+
+/** "the network permission is not granted". */
+export function describeTiers(tiers: readonly string[]): string {
+  return `the ${tiers.join(', ')} permission${tiers.length === 1 ? ' is' : 's are'} not granted`;
 }
 
 /** One line-mode line for an event (prefix included), or undefined when it prints nothing. */

@@ -53,6 +53,8 @@ export class RunState {
   replayedUsage: Usage = { inputTokens: 0, outputTokens: 0 };
   /** Agents whose journal no longer matched (they went live). */
   diverged = 0;
+  /** Roles that run without some tools, from `role.adapted`: "researcher without fetch_url (network)". */
+  readonly adaptations: Array<{ role: string; dropped: string[]; tiers: string[] }> = [];
   readonly #price: PriceFunction | undefined;
 
   constructor(options: { price?: PriceFunction | undefined } = {}) {
@@ -171,6 +173,9 @@ export class RunState {
       case 'journal.diverged':
         this.diverged += 1;
         agent.progress = `journal diverged at model call ${event.step}: going live`;
+        break;
+      case 'role.adapted':
+        this.adaptations.push({ role: event.name, dropped: event.dropped, tiers: event.tiers });
         break;
       case 'callback.error':
       case 'warning.raised':

@@ -109,6 +109,10 @@ export function summaryLines(
     ...lines.map((line, index) => (index === 0 ? palette.dim(`  ${line}`) : `  ${line}`)),
     ...failureLines(agents, palette, width),
     ...resumed,
+    ...state.adaptations.map(
+      (adaptation) =>
+        `${palette.yellow('!')} ${adaptation.role} ran without ${adaptation.dropped.join(', ')}: the ${adaptation.tiers.join(', ')} permission${adaptation.tiers.length === 1 ? ' was' : 's were'} not granted`,
+    ),
   ];
 }
 

@@ -1,4 +1,6 @@
 import { TroupeError } from '../errors.js';
+import type { PermissionTier } from '../tools/tool.js';
+import { adaptRole, type RoleAdaptation } from './adapt.js';
 import { builtinRoles } from './builtin.js';
 import { type AnyRole, isRole } from './role.js';
 
@@ -9,14 +11,33 @@ import { type AnyRole, isRole } from './role.js';
  */
 export class RoleRegistry {
   readonly #roles = new Map<string, AnyRole>();
+  readonly #grants: readonly PermissionTier[] | undefined;
+  readonly #adaptations = new Map<string, RoleAdaptation>();
 
-  /** Throws `usage.invalid_role` for an entry not made with defineRole(). */
-  constructor(extra: readonly AnyRole[]) {
+  /**
+   * Throws `usage.invalid_role` for an entry not made with defineRole().
+   * With `grants`, each role is fitted to them (see adaptRole).
+   */
+  constructor(extra: readonly AnyRole[], grants?: readonly PermissionTier[]) {
+    this.#grants = grants;
     for (const role of [...builtinRoles(), ...extra]) {
       if (!isRole(role))
         throw new TroupeError('usage.invalid_role', 'roles must be made with defineRole().');
-      this.#roles.set(role.name, role);
+      this.#roles.set(role.name, this.#fit(role));
     }
+  }
+
+  /** What fitting the roles to the grants took away, by role. */
+  adaptations(): RoleAdaptation[] {
+    return [...this.#adaptations.values()].filter((adaptation) => this.#roles.has(adaptation.role));
+  }
+
+  #fit(role: AnyRole): AnyRole {
+    if (this.#grants === undefined) return role;
+    const fitted = adaptRole(role, this.#grants);
+    if (fitted.adaptation === undefined) this.#adaptations.delete(role.name);
+    else this.#adaptations.set(role.name, fitted.adaptation);
+    return fitted.role;
   }
 
   /** Every known role, built-ins first. */
@@ -51,8 +72,12 @@ export class RoleRegistry {
           'spawn() takes a role name or a role made with defineRole().',
         );
       }
-      if (!this.#roles.has(role.name)) this.#roles.set(role.name, role);
-      return role;
+      // A role object spawned directly is fitted too; the first of a name is learned.
+      if (this.#roles.has(role.name))
+        return this.#grants === undefined ? role : adaptRole(role, this.#grants).role;
+      const fitted = this.#fit(role);
+      this.#roles.set(role.name, fitted);
+      return fitted;
     }
     const known = this.#roles.get(role);
     if (known === undefined) throw this.unknown(role);

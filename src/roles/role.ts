@@ -56,6 +56,13 @@ export interface RoleDefinition<TOutput = unknown> {
   system: string;
   /** Names of the tools the role may use (built-in catalogue or user tool modules). */
   tools?: readonly string[] | undefined;
+  /**
+   * Tools the role cannot work without. A built-in tool that needs a tier the
+   * run does not grant is otherwise dropped (the role adapts, with a
+   * `role.adapted` event); a required one makes the role fail at spawn, before
+   * any model call, with the `--allow` fix.
+   */
+  requiredTools?: readonly string[] | undefined;
   /** The model, when not the runtime's default. */
   model?: ModelSpec | undefined;
   /** Model calls per Agent run (default 10). */
@@ -94,6 +101,8 @@ export interface Role<TOutput = unknown> {
   readonly description: string;
   readonly system: string;
   readonly tools: readonly string[];
+  /** Tools the role cannot work without (optional so roles made before it still fit). */
+  readonly requiredTools?: readonly string[] | undefined;
   readonly model: ModelSpec | undefined;
   readonly maxSteps: number;
   readonly publishes: readonly AnyChannel[];
@@ -156,6 +165,14 @@ export function defineRole<TOutput = unknown>(definition: RoleDefinition<TOutput
     );
   }
   const tools = [...(definition.tools ?? [])];
+  const requiredTools = [...(definition.requiredTools ?? [])];
+  const stray = requiredTools.filter((tool) => !tools.includes(tool));
+  if (stray.length > 0) {
+    throw new TroupeError(
+      'usage.invalid_role',
+      `Role ${name}: requiredTools names ${stray.map((tool) => `"${tool}"`).join(', ')}, which ${stray.length === 1 ? 'is' : 'are'} not in its tools; add ${stray.length === 1 ? 'it' : 'them'} to tools.`,
+    );
+  }
   for (const channel of definition.publishes ?? []) {
     if (tools.includes(publishToolName(channel.name))) {
       throw new TroupeError(
@@ -177,6 +194,7 @@ export function defineRole<TOutput = unknown>(definition: RoleDefinition<TOutput
     description: definition.description,
     system: definition.system,
     tools: Object.freeze(tools),
+    requiredTools: Object.freeze(requiredTools),
     model: definition.model,
     maxSteps,
     publishes: Object.freeze([...(definition.publishes ?? [])]),

@@ -4,6 +4,7 @@ import { makeEvent } from '../events/envelope.js';
 import { checkEvent } from '../events/event-check.js';
 import type { EventPayload, EventSink } from '../events/schema.js';
 import type { ModelSpec } from '../model/model.js';
+import type { RoleAdaptation } from '../roles/adapt.js';
 import type { AnyRole } from '../roles/role.js';
 import { RoleRegistry } from '../roles/role-registry.js';
 import { ToolIndex } from '../roles/tool-index.js';
@@ -80,7 +81,7 @@ export class Runtime {
     // worker, main-thread events by `events` below; the bus adopts them unchecked.
     this.bus = options.bus ?? new EventBus();
     this.runId = options.runId ?? createRunId();
-    this.#roles = new RoleRegistry(options.roles ?? []);
+    this.#roles = new RoleRegistry(options.roles ?? [], options.grants);
     this.#graceMs = options.cancelGraceMs ?? 5000;
     this.#ledger = new UsageLedger(options.prices);
     this.#store = options.results === undefined ? undefined : new ResultStore(options.results);
@@ -231,6 +232,11 @@ export class Runtime {
   /** Every role this runtime knows, built-ins first. */
   get roles(): readonly AnyRole[] {
     return this.#roles.all();
+  }
+
+  /** Built-in tools roles run without because the run does not grant their tiers (see adaptRole). */
+  get roleAdaptations(): readonly RoleAdaptation[] {
+    return this.#roles.adaptations();
   }
 
   /** The role called `name`, if known. */

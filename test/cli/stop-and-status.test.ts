@@ -61,6 +61,12 @@ function turns(body: Body): number {
     .length;
 }
 
+/** The tool names the request offers. */
+function toolNames(body: Body): string[] {
+  const tools = (body['tools'] as Array<{ function: { name: string } }> | undefined) ?? [];
+  return tools.map((tool) => tool.function.name);
+}
+
 function delegateCall(tasks: Array<{ role: string; task: string }>): OpenAIReply {
   return openaiReply({ toolCalls: [{ name: 'delegate', arguments: { tasks } }] });
 }
@@ -332,5 +338,56 @@ describe('troupe run supervises the coordinator (child process, local HTTP model
           event.note.startsWith('attempt 1 failed'),
       ),
     ).toBe(true);
+  });
+});
+
+describe('troupe run fits the roles to the grants (child process, local HTTP model server)', () => {
+  it('--allow read: researchers run without fetch_url, the reporter without write_file, and the run completes', async () => {
+    const offered = new Map<string, string[]>();
+    const run = await startRun(
+      (body) => {
+        const who = caller(body);
+        offered.set(who, toolNames(body));
+        if (who === 'coordinator') {
+          if (turns(body) === 0)
+            return delegateCall([
+              { role: 'researcher', task: 'Read part 1 of the notes.' },
+              { role: 'researcher', task: 'Read part 2 of the notes.' },
+            ]);
+          if (turns(body) === 1)
+            return delegateCall([
+              { role: 'reporter', task: 'Write the report from: parts 1 and 2.' },
+            ]);
+          return openaiReply({ content: 'The report is in the answer below.' });
+        }
+        if (who === 'reporter') return openaiReply({ content: '# Report\n\nParts 1 and 2 agree.' });
+        return openaiReply({ content: `${taskOf(body)} Done.` });
+      },
+      ['--allow', 'read'],
+    );
+    const code = await run.exit;
+    expect(code, run.stderr()).toBe(0);
+    expect(offered.get('researcher')).toEqual(expect.arrayContaining(['read_file', 'list_dir']));
+    expect(offered.get('researcher')).not.toContain('fetch_url');
+    expect(offered.get('reporter')).not.toContain('write_file');
+    const events = traceOf(run.out);
+    expect(events.at(-1)).toMatchObject({ type: 'run.finished', status: 'completed' });
+    const adapted = events.filter((event) => event.type === 'role.adapted');
+    expect(adapted).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ name: 'researcher', dropped: ['fetch_url'], tiers: ['network'] }),
+        expect.objectContaining({ name: 'reporter', dropped: ['write_file'], tiers: ['write'] }),
+      ]),
+    );
+    const ends = finished(events);
+    for (const id of ['researcher-1', 'researcher-2', 'reporter-1'])
+      expect(ends.get(id)?.status, id).toBe('completed');
+    expect(run.stdout()).toContain(
+      'role researcher runs without fetch_url: the network permission is not granted',
+    );
+    expect(run.stdout()).toContain('researcher ran without fetch_url');
+    expect(run.stderr()).toContain(
+      'troupe: role "researcher" ran without fetch_url: the network permission is not granted; rerun with --allow read,network to give it back.',
+    );
   });
 });

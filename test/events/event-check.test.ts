@@ -61,6 +61,13 @@ const VALID: Array<Record<string, unknown>> = [
   { ...envelope, type: 'journal.diverged', step: 2, reason: 'the request changed' },
   { ...envelope, type: 'callback.error', callback: 'onStep', error },
   { ...envelope, type: 'warning.raised', source: 'console', message: 'The model is deprecated' },
+  {
+    ...envelope,
+    type: 'role.adapted',
+    name: 'researcher',
+    dropped: ['fetch_url'],
+    tiers: ['network'],
+  },
 ];
 
 // Values a producer could get wrong: every JSON type, edge numbers, absence.

@@ -70,11 +70,20 @@ describe('Runtime on a worker pool', () => {
     });
   });
 
-  it('fails a role at spawn, naming the tier and the flag, when its tools need an ungranted tier', async () => {
+  it('fails a role at spawn, naming the tier and the flag, when a tool it requires needs an ungranted tier', async () => {
+    const fetcher = defineRole({
+      name: 'fetcher',
+      description: 'Fetches pages.',
+      system: 'Fetch.',
+      tools: ['fetch_url', 'read_file'],
+      requiredTools: ['fetch_url'],
+    });
     const { runtime, events } = makeRuntime({
+      roles: [fetcher],
       model: { provider: 'scripted', script: { steps: [] } },
     });
-    const result = await runtime.spawn('researcher', 'look things up').result;
+    expect(runtime.roleAdaptations.map((adaptation) => adaptation.role)).toContain('researcher');
+    const result = await runtime.spawn('fetcher', 'look things up').result;
     expect(result).toMatchObject({ status: 'failed', error: { code: 'permission.denied' } });
     expect(result.error?.message).toContain('network');
     expect(result.error?.message).toContain('--allow');

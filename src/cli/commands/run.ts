@@ -14,7 +14,7 @@ import { createNatsTransport, type NatsRunOptions } from '../../runtime/nats-set
 import { FileJournal } from '../../runtime/resume/journal.js';
 import { Runtime } from '../../runtime/runtime.js';
 import type { RuntimeOptions } from '../../runtime/runtime-options.js';
-import { DEFAULT_GRANTS } from '../../tools/permissions.js';
+import { DEFAULT_GRANTS, PERMISSION_TIERS } from '../../tools/permissions.js';
 import type { SandboxPolicy } from '../../tools/sandbox-policy.js';
 import type { ApprovalRequest, PermissionTier } from '../../tools/tool.js';
 import { createRunId } from '../../util/ids.js';
@@ -306,6 +306,10 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
   bus.onAny((event) => renderer.handle(event));
   const ends = new Map<string, string>();
   bus.on('agent.finished', (event) => ends.set(event.agentId, event.status));
+  const spawnedRoles = new Set<string>();
+  bus.on('agent.spawned', (event) => {
+    if (event.role !== undefined) spawnedRoles.add(event.role);
+  });
   const progress = settings.mode === 'json' ? io.stderr : io.stdout;
   if (settings.mode === 'json') {
     io.stderr.write(
@@ -397,6 +401,16 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
     ...(await observers.finish(tracePath, (path) => show(cwd, path))),
   ];
   progress.write(`\n${footer.join('\n')}\n`);
+  // After the run, not during it (the live view owns the terminal then): how to give adapted roles their tools back.
+  for (const adaptation of runtime.roleAdaptations) {
+    if (!spawnedRoles.has(adaptation.role)) continue;
+    const fix = PERMISSION_TIERS.filter(
+      (tier) => settings.grants.includes(tier) || adaptation.tiers.includes(tier),
+    );
+    io.stderr.write(
+      `troupe: role "${adaptation.role}" ran without ${adaptation.dropped.join(', ')}: the ${adaptation.tiers.join(', ')} permission${adaptation.tiers.length === 1 ? ' is' : 's are'} not granted; rerun with --allow ${fix.join(',')} to give ${adaptation.dropped.length === 1 ? 'it' : 'them'} back.\n`,
+    );
+  }
   if (interrupt.signal.aborted) {
     io.stderr.write(
       `\nInterrupted: ${describeEnds(ends)}; the trace was flushed to ${show(cwd, tracePath)}.\nResume with: troupe run --resume ${runId}${show(cwd, settings.out) === 'troupe-runs' ? '' : ` --out ${show(cwd, settings.out)}`}\n`,
