@@ -11,6 +11,7 @@ import type { ModelSpec } from '../src/model/model.js';
 import { ScriptedModel } from '../src/model/providers/scripted.js';
 import type { Script } from '../src/model/script.js';
 import { defineRole } from '../src/roles/role.js';
+import { FileJournal } from '../src/runtime/resume/journal.js';
 import { Runtime } from '../src/runtime/runtime.js';
 import type { RuntimeOptions } from '../src/runtime/runtime-options.js';
 import { ToolRegistry } from '../src/tools/registry.js';
@@ -21,7 +22,8 @@ import { burnTool, noopTool } from './tools.js';
 
 /**
  * `npm run bench` (add `-- --full` for N = 10,000; `-- --isolation` for only
- * the isolation figures of issue 11, merged into latest.json): a fan-out of N
+ * the isolation figures of issue 11, `-- --journal` for only the run
+ * journal's cost at N = 1,000, each merged into latest.json): a fan-out of N
  * sub-agents, each three model turns on a scripted model that waits 200 ms
  * per call (two tool calls, then an answer), on troupe's worker pool and on
  * the in-process baseline (the same Agent with Promise.all), side by side in
@@ -39,7 +41,8 @@ type Case =
   | { kind: 'spawn'; samples: number }
   | { kind: 'events'; actors: number; perActor: number }
   | { kind: 'isolation'; mode: 'thread' | 'pool' | 'mix'; n: number }
-  | { kind: 'scale'; n: number };
+  | { kind: 'scale'; n: number }
+  | { kind: 'journal'; journal: boolean; n: number };
 
 interface Measurement {
   wallMs: number;
@@ -64,6 +67,9 @@ const faultModule = join(here, '..', '..', '..', 'test', 'fixtures', 'tools', 'f
 const ISOLATION_N = 500;
 const ISOLATION_THREADS = 4;
 const ISOLATION_REPEATS = 5;
+// Issue 14: the fan-out with and without the run journal, in turns.
+const JOURNAL_N = 1000;
+const JOURNAL_REPEATS = 3;
 // The package root of this build (dist/bench/run.js → .).
 const root = join(here, '..', '..', '..');
 const COLD_STARTS = 10;
@@ -330,6 +336,8 @@ async function runCase(spec: Case): Promise<Measurement> {
       return eventThroughput(spec.actors, spec.perActor);
     case 'scale':
       return scaleFanout(spec.n, FANOUT, { bench: bencher, warm: quick }, toolModule) as never;
+    case 'journal':
+      return spec.journal ? journaledFanout(spec.n) : troupeFanout(spec.n, FANOUT);
     case 'isolation':
       return spec.mode === 'mix'
         ? faultMix(spec.n)
@@ -337,6 +345,19 @@ async function runCase(spec: Case): Promise<Measurement> {
             threads: ISOLATION_THREADS,
             toolIsolation: spec.mode,
           });
+  }
+}
+
+// The fan-out with a FileJournal as `troupe run` keeps one: every model
+// response and tool result of every agent journaled in the main thread.
+async function journaledFanout(n: number): Promise<Measurement> {
+  const dir = mkdtempSync(join(tmpdir(), 'troupe-bench-journal-'));
+  const journal = new FileJournal(join(dir, 'journal.jsonl'), { runId: 'bench', task: 'bench' });
+  try {
+    return await troupeFanout(n, FANOUT, { journal });
+  } finally {
+    journal.close();
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 
@@ -423,6 +444,35 @@ function isolationSection() {
   );
 
   return isolation;
+}
+
+// Issue 14: the N=1,000 fan-out without and with the journal, in turns.
+function journalSection() {
+  const withoutRuns: Measurement[] = [];
+  const withRuns: Measurement[] = [];
+  for (let index = 0; index < JOURNAL_REPEATS; index += 1) {
+    withoutRuns.push(measureOnce({ kind: 'journal', journal: false, n: JOURNAL_N }));
+    withRuns.push(measureOnce({ kind: 'journal', journal: true, n: JOURNAL_N }));
+  }
+  const without = summarize(withoutRuns);
+  const journaled = summarize(withRuns);
+  const journal = {
+    n: JOURNAL_N,
+    without: {
+      wallOverIdeal: round(without.wallMs / IDEAL_MS, 3),
+      cpuMsPerAgent: round(without.cpuMs / JOURNAL_N, 3),
+    },
+    with: {
+      wallOverIdeal: round(journaled.wallMs / IDEAL_MS, 3),
+      cpuMsPerAgent: round(journaled.cpuMs / JOURNAL_N, 3),
+    },
+    wallRatio: round(journaled.wallMs / without.wallMs, 3),
+    cpuRatio: round(journaled.cpuMs / without.cpuMs, 3),
+  };
+  console.log(
+    `\njournal, N=${JOURNAL_N} fan-out (wall/ideal, cpu ms/agent): without ${journal.without.wallOverIdeal.toFixed(3)}, ${journal.without.cpuMsPerAgent.toFixed(3)}; with ${journal.with.wallOverIdeal.toFixed(3)}, ${journal.with.cpuMsPerAgent.toFixed(3)} (wall x${journal.wallRatio.toFixed(3)}, cpu x${journal.cpuRatio.toFixed(3)})`,
+  );
+  return journal;
 }
 
 async function orchestrate(full: boolean): Promise<void> {
@@ -577,7 +627,13 @@ if (caseIndex !== -1) {
   const starts = Number(argValue('--starts') ?? COLD_STARTS);
   printColdStart(await measureColdStart(compare === undefined ? [root] : [root, compare], starts));
 } else {
-  if (process.argv.includes('--isolation')) {
+  if (process.argv.includes('--journal')) {
+    // Only the journal figures, merged into bench/results/latest.json.
+    const file = join(here, '..', '..', '..', 'bench', 'results', 'latest.json');
+    const journal = journalSection();
+    const latest = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+    writeFileSync(file, `${JSON.stringify({ ...latest, journal }, null, 2)}\n`);
+  } else if (process.argv.includes('--isolation')) {
     // Only the isolation figures, merged into bench/results/latest.json.
     const file = join(here, '..', '..', '..', 'bench', 'results', 'latest.json');
     const isolation = isolationSection();

@@ -14,5 +14,8 @@ export function workerExecArgv(): string[] {
   const known =
     process.allowedNodeEnvironmentFlags.has('--experimental-require-module') ||
     process.allowedNodeEnvironmentFlags.has(flag);
-  return known ? [...process.execArgv, flag] : [...process.execArgv];
+  // V8 flags such as --expose-gc (npm run bench) are refused in a worker's explicit execArgv
+  // (ERR_WORKER_INVALID_EXEC_ARGV); a worker inherits them from the process anyway.
+  const inherited = process.execArgv.filter((arg) => !/^--expose[-_]gc$/.test(arg));
+  return known ? [...inherited, flag] : inherited;
 }
