@@ -30,7 +30,8 @@ beforeAll(async () => {
       '--disable-sync',
     ],
   });
-});
+  // Starting Chromium on a busy 2-core machine can take a while.
+}, 120_000);
 afterAll(async () => {
   await browser?.close();
 });
@@ -51,65 +52,69 @@ async function open(path: string) {
   return { page, errors, requests };
 }
 
-describe.skipIf(!existsSync(CHROMIUM))('the HTML timeline in headless Chromium', () => {
-  it('opens the demo timeline: rows, bars, arrows, and a transcript on click', async () => {
-    const out = mkdtempSync(join(tmpdir(), 'troupe-timeline-demo-'));
-    const io = fakeIo();
-    expect(await runCli(argv('demo', '--fast', '--quiet', '--out', out), io)).toBe(0);
-    const [runId] = readdirSync(out);
-    const path = join(out, runId!, 'timeline.html');
-    expect(io.stdout.text).toContain('timeline.html');
+describe.skipIf(!existsSync(CHROMIUM))(
+  'the HTML timeline in headless Chromium',
+  { timeout: 120_000 },
+  () => {
+    it('opens the demo timeline: rows, bars, arrows, and a transcript on click', async () => {
+      const out = mkdtempSync(join(tmpdir(), 'troupe-timeline-demo-'));
+      const io = fakeIo();
+      expect(await runCli(argv('demo', '--fast', '--quiet', '--out', out), io)).toBe(0);
+      const [runId] = readdirSync(out);
+      const path = join(out, runId!, 'timeline.html');
+      expect(io.stdout.text).toContain('timeline.html');
 
-    const { page, errors, requests } = await open(path);
+      const { page, errors, requests } = await open(path);
 
-    const rows = page.locator('.row');
-    expect(await rows.count()).toBe(7);
-    expect(await rows.first().getAttribute('data-agent')).toBe('coordinator');
-    expect(await page.locator('.row .bar').count()).toBe(7);
-    expect(await page.locator('.seg-model').count()).toBeGreaterThanOrEqual(7);
-    expect(await page.locator('.seg-tool').count()).toBeGreaterThan(0);
-    expect(await page.locator('.seg-wait').count()).toBeGreaterThan(0);
-    expect(await page.locator('path.arrow').count()).toBe(4);
-    await page.locator('.row[data-agent="analyst-1"] .bar').click();
-    expect(await page.getAttribute('#panel', 'data-agent')).toBe('analyst-1');
-    expect(await page.locator('#panel .entry.k-received').count()).toBe(4);
-    expect(await page.locator('.row.selected').getAttribute('data-agent')).toBe('analyst-1');
-    await page.screenshot({ path: join(SCREENSHOTS, 'demo.png'), fullPage: true });
-    expect(errors).toEqual([]);
-    expect(requests).toEqual([`file://${path}`]);
-  });
-
-  it('opens the timeline of a 1,000-agent scripted run with virtualised rows', async () => {
-    const { events } = await fanOutRun(1_000);
-    const path = writeTimelineHtml(join(SCREENSHOTS, 'fan-out-1000.html'), events);
-
-    const { page, errors, requests } = await open(path);
-
-    const rendered = await page.locator('.row').count();
-    expect(rendered).toBeGreaterThan(20);
-    expect(rendered).toBeLessThan(120);
-    expect(await page.locator('.row').first().getAttribute('data-agent')).toBe('coordinator');
-    await page.screenshot({ path: join(SCREENSHOTS, 'fan-out-1000-top.png') });
-    await page.locator('#scroller').evaluate((node) => {
-      node.scrollTop = node.scrollHeight;
+      const rows = page.locator('.row');
+      expect(await rows.count()).toBe(7);
+      expect(await rows.first().getAttribute('data-agent')).toBe('coordinator');
+      expect(await page.locator('.row .bar').count()).toBe(7);
+      expect(await page.locator('.seg-model').count()).toBeGreaterThanOrEqual(7);
+      expect(await page.locator('.seg-tool').count()).toBeGreaterThan(0);
+      expect(await page.locator('.seg-wait').count()).toBeGreaterThan(0);
+      expect(await page.locator('path.arrow').count()).toBe(4);
+      await page.locator('.row[data-agent="analyst-1"] .bar').click();
+      expect(await page.getAttribute('#panel', 'data-agent')).toBe('analyst-1');
+      expect(await page.locator('#panel .entry.k-received').count()).toBe(4);
+      expect(await page.locator('.row.selected').getAttribute('data-agent')).toBe('analyst-1');
+      await page.screenshot({ path: join(SCREENSHOTS, 'demo.png'), fullPage: true });
+      expect(errors).toEqual([]);
+      expect(requests).toEqual([`file://${path}`]);
     });
-    await page.waitForSelector('.row[data-agent="worker-1000"]');
-    await page.locator('.row[data-agent="worker-1000"] .bar').click();
-    expect(await page.getAttribute('#panel', 'data-agent')).toBe('worker-1000');
-    expect(await page.locator('#panel .entry').count()).toBeGreaterThan(0);
-    // A failed worker, picked from the table of agents that did not complete.
-    await page.locator('tr.pick', { hasText: 'worker-50' }).first().click();
-    expect(await page.getAttribute('#panel', 'data-agent')).toBe('worker-50');
-    expect(await page.locator('#panel .err').textContent()).toContain('broke down');
-    await page.waitForSelector('.row.selected[data-agent="worker-50"][data-status="failed"]');
-    await page.screenshot({ path: join(SCREENSHOTS, 'fan-out-1000-failed.png') });
-    // Collapsing the coordinator hides its 1,000 children.
-    await page.locator('#scroller').evaluate((node) => {
-      node.scrollTop = 0;
+
+    it('opens the timeline of a 1,000-agent scripted run with virtualised rows', async () => {
+      const { events } = await fanOutRun(1_000);
+      const path = writeTimelineHtml(join(SCREENSHOTS, 'fan-out-1000.html'), events);
+
+      const { page, errors, requests } = await open(path);
+
+      const rendered = await page.locator('.row').count();
+      expect(rendered).toBeGreaterThan(20);
+      expect(rendered).toBeLessThan(120);
+      expect(await page.locator('.row').first().getAttribute('data-agent')).toBe('coordinator');
+      await page.screenshot({ path: join(SCREENSHOTS, 'fan-out-1000-top.png') });
+      await page.locator('#scroller').evaluate((node) => {
+        node.scrollTop = node.scrollHeight;
+      });
+      await page.waitForSelector('.row[data-agent="worker-1000"]');
+      await page.locator('.row[data-agent="worker-1000"] .bar').click();
+      expect(await page.getAttribute('#panel', 'data-agent')).toBe('worker-1000');
+      expect(await page.locator('#panel .entry').count()).toBeGreaterThan(0);
+      // A failed worker, picked from the table of agents that did not complete.
+      await page.locator('tr.pick', { hasText: 'worker-50' }).first().click();
+      expect(await page.getAttribute('#panel', 'data-agent')).toBe('worker-50');
+      expect(await page.locator('#panel .err').textContent()).toContain('broke down');
+      await page.waitForSelector('.row.selected[data-agent="worker-50"][data-status="failed"]');
+      await page.screenshot({ path: join(SCREENSHOTS, 'fan-out-1000-failed.png') });
+      // Collapsing the coordinator hides its 1,000 children.
+      await page.locator('#scroller').evaluate((node) => {
+        node.scrollTop = 0;
+      });
+      await page.locator('.row[data-agent="coordinator"] .toggle').click();
+      expect(await page.locator('.row').count()).toBe(1);
+      expect(errors).toEqual([]);
+      expect(requests).toEqual([`file://${path}`]);
     });
-    await page.locator('.row[data-agent="coordinator"] .toggle').click();
-    expect(await page.locator('.row').count()).toBe(1);
-    expect(errors).toEqual([]);
-    expect(requests).toEqual([`file://${path}`]);
-  }, 90_000);
-});
+  },
+);
