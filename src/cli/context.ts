@@ -37,13 +37,14 @@ export function usageError(message: string): TroupeError {
 /** How a run or replay is shown. */
 export type OutputMode = 'live' | 'lines' | 'json';
 
-/** `--json` wins; then line mode for `--quiet`, NO_COLOR or a non-TTY stdout; else the live view. */
+/** `--json` wins; then line mode for `--quiet`, TERM=dumb or a non-TTY stdout; else the live view (without colour under NO_COLOR). */
 export function chooseOutputMode(
   io: CliIo,
   flags: { json?: boolean | undefined; quiet?: boolean | undefined },
 ): OutputMode {
   if (flags.json === true) return 'json';
-  if (flags.quiet === true || !supportsColor(io.stdout, io.env)) return 'lines';
+  // NO_COLOR takes the colour away, not the live view.
+  if (flags.quiet === true || !io.stdout.isTTY || io.env['TERM'] === 'dumb') return 'lines';
   return 'live';
 }
 
@@ -62,6 +63,7 @@ export function createRenderer(
       return new LiveRenderer({
         output: io.stdout,
         env: io.env,
+        color: supportsColor(io.stdout, io.env),
         model: options.model,
         price: options.price,
       });

@@ -115,7 +115,7 @@ export interface LineRendererOptions {
 }
 
 /**
- * Plain lines, one per event, prefixed by the agent: what a non-TTY, NO_COLOR
+ * Plain lines, one per event, prefixed by the agent: what a non-TTY, TERM=dumb
  * or `--quiet` run prints, and what `troupe trace` replays, identically,
  * because both are computed from the events alone. Secrets are redacted.
  */

@@ -89,6 +89,7 @@ export function resolveModelSpec(flags: ProviderFlags, env: NodeJS.ProcessEnv): 
     default:
       throw usageError(`Unknown provider "${provider}". Use openai, anthropic or offline.`);
   }
+  if (flags.baseUrl !== undefined) checkBaseUrl(flags.baseUrl);
   const parsed = ModelSpecSchema.safeParse(spec);
   if (!parsed.success) throw usageError(`Invalid model options: ${z.prettifyError(parsed.error)}`);
   return spec;
@@ -267,4 +268,23 @@ export function sandboxPolicyOf(flags: SandboxFlags): SandboxPolicy | undefined 
     ...(flags.allowDomain === undefined ? {} : { allowDomains: flags.allowDomain }),
   };
   return Object.keys(policy).length === 0 ? undefined : policy;
+}
+
+/** A usage error unless `value` is an http(s) URL (`localhost:11434` alone is not: the scheme is missing). */
+export function checkBaseUrl(value: string): void {
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  if (
+    url === undefined ||
+    (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+    url.host === ''
+  ) {
+    throw usageError(
+      `--base-url ${value} is not an http(s) URL. Write it whole, e.g. --base-url http://${value.replace(/^[a-z]+:\/\//i, '')}${/\/v1\/?$/.test(value) ? '' : '/v1'} for a local OpenAI-compatible server.`,
+    );
+  }
 }
