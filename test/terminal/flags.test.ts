@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { hasPython, ptyEnv, runInPty } from '../helpers/pty.js';
 
+const ESC = String.fromCharCode(27);
+
 // Issue 13, problem 8 (the parts done): NO_COLOR takes only the colour away,
 // and a --base-url without a scheme is a usage error before anything runs.
 describe.runIf(hasPython())('flags on a terminal (pty)', () => {
@@ -17,10 +19,10 @@ describe.runIf(hasPython())('flags on a terminal (pty)', () => {
     expect(await session.exited).toBe(0);
     // The live view: a frame redrawn in place (cursor hidden, moved up), not plain lines.
     expect(session.raw).toContain('\u001b[?25l');
-    expect(session.raw).toMatch(/\u001b\[\d+F/);
+    expect(session.raw).toMatch(new RegExp(`${ESC}\\[\\d+F`));
     expect(session.screen.transcript()).toContain('── recent ──');
     // No colour: no SGR sequence at all.
-    expect(session.raw).not.toMatch(/\u001b\[[0-9;]*m/);
+    expect(session.raw).not.toMatch(new RegExp(`${ESC}\\[[0-9;]*m`));
   }, 120_000);
 
   it('refuses a --base-url without a scheme at once, with the URL to write instead', async () => {
