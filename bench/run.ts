@@ -11,12 +11,14 @@ import type { ModelSpec } from '../src/model/model.js';
 import { ScriptedModel } from '../src/model/providers/scripted.js';
 import type { Script } from '../src/model/script.js';
 import { defineRole } from '../src/roles/role.js';
+import { createNatsTransport } from '../src/runtime/nats-setup.js';
 import { FileJournal } from '../src/runtime/resume/journal.js';
 import { Runtime } from '../src/runtime/runtime.js';
 import type { RuntimeOptions } from '../src/runtime/runtime-options.js';
 import { ToolRegistry } from '../src/tools/registry.js';
 import { type ColdStartResult, measureColdStart } from './cold-start.js';
 import { FAULT_KINDS, faultMixPlan, faultMixRoles, faultMixScript } from './fault-mix.js';
+import { natsServerPath, startNatsCluster } from './nats.js';
 import { type ScaleMeasurement, scaleFanout } from './scale.js';
 import { burnTool, noopTool } from './tools.js';
 
@@ -42,7 +44,8 @@ type Case =
   | { kind: 'events'; actors: number; perActor: number }
   | { kind: 'isolation'; mode: 'thread' | 'pool' | 'mix'; n: number }
   | { kind: 'scale'; n: number }
-  | { kind: 'journal'; journal: boolean; n: number };
+  | { kind: 'journal'; journal: boolean; n: number }
+  | { kind: 'nats'; n: number };
 
 interface Measurement {
   wallMs: number;
@@ -322,6 +325,31 @@ async function eventThroughput(actors: number, perActor: number): Promise<Measur
   });
 }
 
+// The same fan-out with the actors on two local worker nodes (one thread each, as many threads
+// as the local run's pool here) through a nats-server -js: what the transport costs.
+async function natsFanout(n: number): Promise<Measurement> {
+  const binary = natsServerPath();
+  if (binary === undefined) throw new Error('nats-server is not installed');
+  const threads = Math.min(4, Math.max(1, availableParallelism()));
+  const cluster = await startNatsCluster(binary, 2, Math.max(1, Math.floor(threads / 2)));
+  const workspace = mkdtempSync(join(tmpdir(), 'troupe-bench-nats-run-'));
+  try {
+    const runId = `bench-${process.pid}`;
+    const options: RuntimeOptions = {
+      model: { provider: 'scripted', script: FANOUT },
+      workspace,
+      grants: ['read'],
+      toolModules: [toolModule],
+      runId,
+    };
+    const transport = await createNatsTransport(runId, options, { url: cluster.url });
+    return await troupeFanout(n, FANOUT, { transport, runId, workspace });
+  } finally {
+    await cluster.stop();
+    rmSync(workspace, { recursive: true, force: true });
+  }
+}
+
 async function runCase(spec: Case): Promise<Measurement> {
   switch (spec.kind) {
     case 'fanout':
@@ -334,6 +362,8 @@ async function runCase(spec: Case): Promise<Measurement> {
       return spawnLatency(spec.samples);
     case 'events':
       return eventThroughput(spec.actors, spec.perActor);
+    case 'nats':
+      return natsFanout(spec.n);
     case 'scale':
       return scaleFanout(spec.n, FANOUT, { bench: bencher, warm: quick }, toolModule) as never;
     case 'journal':
@@ -405,6 +435,25 @@ const round = (value: number, digits: number): number => Number(value.toFixed(di
 
 // Issue 11: the same fault-free fan-out with user tools in the actor threads
 // (as before the tool pool) and on the tool pool, then the fault mix.
+// Issue 15: the fan-out at N=1,000 on two local worker nodes over NATS against the local pool.
+function natsSection(
+  fanout: readonly { impl: Impl; n: number; wallOverIdeal: number }[],
+): { n: number; localWallOverIdeal: number; natsWallOverIdeal: number; ratio: number } | undefined {
+  const n = 1000;
+  const local = fanout.find((row) => row.impl === 'troupe' && row.n === n);
+  if (natsServerPath() === undefined || local === undefined) {
+    console.log('\nNATS fan-out: skipped (no nats-server installed)');
+    return undefined;
+  }
+  const result = measure({ kind: 'nats', n });
+  const natsWallOverIdeal = round(result.wallMs / IDEAL_MS, 3);
+  const ratio = round(natsWallOverIdeal / local.wallOverIdeal, 3);
+  console.log(
+    `\nNATS fan-out, N=${n} on two local worker nodes: wall/ideal ${natsWallOverIdeal.toFixed(3)} against ${local.wallOverIdeal.toFixed(3)} on the local pool: ${ratio.toFixed(3)} x (target <= 1.15 x)`,
+  );
+  return { n, localWallOverIdeal: local.wallOverIdeal, natsWallOverIdeal, ratio };
+}
+
 function isolationSection() {
   // Before and after in turns, so a machine that gets busier mid-bench weighs on both alike.
   const beforeRuns: Measurement[] = [];
@@ -533,6 +582,7 @@ async function orchestrate(full: boolean): Promise<void> {
     `event roll-up: ${eventsPerSecond.toLocaleString('en-US')} validated events/s into the bus, none lost`,
   );
 
+  const nats = natsSection(fanout);
   const isolation = isolationSection();
   const [coldStart] = await measureColdStart([root], COLD_STARTS);
   if (coldStart !== undefined) printColdStart([coldStart]);
@@ -544,6 +594,7 @@ async function orchestrate(full: boolean): Promise<void> {
     spawnP50Ms,
     eventsPerSecond,
     isolation,
+    ...(nats === undefined ? {} : { nats }),
     ...(coldStart === undefined
       ? {}
       : {
@@ -639,5 +690,9 @@ if (caseIndex !== -1) {
     const isolation = isolationSection();
     const latest = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
     writeFileSync(file, `${JSON.stringify({ ...latest, isolation }, null, 2)}\n`);
+  } else if (process.argv.includes('--nats')) {
+    // Only the NATS fan-out against the local pool at N=1,000.
+    const local = measure({ kind: 'fanout', impl: 'troupe', n: 1000 });
+    natsSection([{ impl: 'troupe', n: 1000, wallOverIdeal: round(local.wallMs / IDEAL_MS, 3) }]);
   } else await orchestrate(process.argv.includes('--full'));
 }

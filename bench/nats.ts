@@ -1,0 +1,100 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * What the NATS fan-out needs around it: a `nats-server -js` on a free
+ * loopback port with its own store, and two `troupe worker` processes
+ * (one thread each) connected to it. `stop()` tears all of it down.
+ */
+export interface NatsCluster {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** The nats-server binary (Debian's package, or NATS_SERVER), if installed. */
+export function natsServerPath(): string | undefined {
+  for (const path of [
+    process.env['NATS_SERVER'],
+    '/usr/sbin/nats-server',
+    '/usr/bin/nats-server',
+  ]) {
+    if (path !== undefined && existsSync(path)) return path;
+  }
+  return undefined;
+}
+
+/** Starts the server and `nodes` worker processes of `threads` threads each. */
+export async function startNatsCluster(
+  binary: string,
+  nodes: number,
+  threads: number,
+): Promise<NatsCluster> {
+  const port = await new Promise<number>((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      probe.close(() =>
+        resolve(typeof address === 'object' && address !== null ? address.port : 0),
+      );
+    });
+  });
+  const store = mkdtempSync(join(tmpdir(), 'troupe-bench-nats-'));
+  const children: ChildProcess[] = [];
+  const ready = (child: ChildProcess, marker: string, what: string): Promise<void> =>
+    new Promise((resolve, reject) => {
+      let text = '';
+      child.stderr?.on('data', (chunk: Buffer) => {
+        text += chunk.toString();
+        if (text.includes(marker)) resolve();
+      });
+      child.once('exit', (code) => reject(new Error(`${what} exited (${code}): ${text}`)));
+    });
+  const server = spawn(binary, ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', store], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  children.push(server);
+  await ready(server, 'Server is ready', 'nats-server');
+  const url = `nats://127.0.0.1:${port}`;
+  const bin = fileURLToPath(new URL('../../bin/troupe.js', import.meta.url));
+  await Promise.all(
+    Array.from({ length: nodes }, (_, index) => {
+      const child = spawn(
+        process.execPath,
+        [
+          bin,
+          'worker',
+          '--nats',
+          url,
+          '--name',
+          `bench-${index + 1}`,
+          '--threads',
+          String(threads),
+        ],
+        { stdio: ['ignore', 'ignore', 'pipe'] },
+      );
+      children.push(child);
+      return ready(child, 'taking work from', `worker bench-${index + 1}`);
+    }),
+  );
+  return {
+    url,
+    stop: async () => {
+      await Promise.all(
+        children.reverse().map(
+          (child) =>
+            new Promise<void>((resolve) => {
+              if (child.exitCode !== null || child.signalCode !== null) return resolve();
+              child.once('exit', () => resolve());
+              child.kill('SIGKILL');
+            }),
+        ),
+      );
+      rmSync(store, { recursive: true, force: true });
+    },
+  };
+}
