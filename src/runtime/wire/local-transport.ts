@@ -14,7 +14,7 @@ import {
   parseWorkerMessage,
 } from './protocol.js';
 import type { Transport, TransportHandlers } from './transport.js';
-import { workerExecArgv } from './worker-exec-argv.js';
+import { workerExecOptions } from './worker-exec-argv.js';
 
 /** Options for the local (worker-thread) transport. */
 export interface LocalTransportOptions {
@@ -89,7 +89,7 @@ export class LocalTransport implements Transport {
       atomics: 'disabled',
       idleTimeout: Number.POSITIVE_INFINITY,
       workerData: this.#options.config,
-      execArgv: workerExecArgv(),
+      ...workerExecOptions(),
       ...(this.#options.resourceLimits === undefined
         ? {}
         : { resourceLimits: this.#options.resourceLimits }),

@@ -10,7 +10,7 @@ import {
   type ToolHostTask,
   type ToolToMain,
 } from './tool-protocol.js';
-import { workerExecArgv } from './worker-exec-argv.js';
+import { workerExecOptions } from './worker-exec-argv.js';
 
 /** Memory limits of each tool thread (Node's `resourceLimits`), in megabytes. */
 export interface ToolThreadLimits {
@@ -229,7 +229,7 @@ export class ToolPool {
       atomics: 'disabled',
       idleTimeout: Number.POSITIVE_INFINITY,
       workerData: this.#options.config,
-      execArgv: workerExecArgv(),
+      ...workerExecOptions(),
       resourceLimits: { maxOldGenerationSizeMb: 256, ...this.#options.limits },
     });
     this.#pool.on('error', () => {

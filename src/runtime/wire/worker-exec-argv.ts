@@ -9,13 +9,39 @@
  * sends piscina straight to `import()`, which is safe to call concurrently.
  * The flag is passed only where this Node knows it.
  */
-export function workerExecArgv(): string[] {
+export function workerExecArgv(): string[] | undefined {
   const flag = '--no-experimental-require-module';
   const known =
     process.allowedNodeEnvironmentFlags.has('--experimental-require-module') ||
     process.allowedNodeEnvironmentFlags.has(flag);
-  // V8 flags such as --expose-gc (npm run bench) are refused in a worker's explicit execArgv
-  // (ERR_WORKER_INVALID_EXEC_ARGV); a worker inherits them from the process anyway.
-  const inherited = process.execArgv.filter((arg) => !/^--expose[-_]gc$/.test(arg));
-  return known ? [...inherited, flag] : inherited;
+  if (!known) return undefined;
+  // An explicit execArgv replaces what a worker inherits, and Node refuses V8
+  // and per-process flags in it (--expose-gc, --max-old-space-size=…:
+  // ERR_WORKER_INVALID_EXEC_ARGV). So the flag is added only when every flag
+  // the process has is one a worker takes; otherwise workers inherit as before.
+  const inherited: string[] = [];
+  for (let index = 0; index < process.execArgv.length; index += 1) {
+    const arg = process.execArgv[index] ?? '';
+    if (!WORKER_SAFE.test(arg)) return undefined;
+    inherited.push(arg);
+    // A flag given as two words (--import x) brings its value along.
+    if (!arg.includes('=') && TAKES_VALUE.test(arg) && index + 1 < process.execArgv.length) {
+      inherited.push(process.execArgv[index + 1] ?? '');
+      index += 1;
+    }
+  }
+  return [...inherited, flag];
+}
+
+/** Flags a worker thread accepts in its execArgv (module loading, warnings, source maps). */
+const WORKER_SAFE =
+  /^(--conditions|-C|--import|--require|-r|--loader|--experimental-loader|--no-warnings|--no-deprecation|--enable-source-maps|--experimental-vm-modules|--input-type|--experimental-strip-types|--experimental-transform-types|--disable-warning)(=.*)?$/;
+/** Of those, the ones whose value may follow as the next argument. */
+const TAKES_VALUE =
+  /^(--conditions|-C|--import|--require|-r|--loader|--experimental-loader|--input-type|--disable-warning)$/;
+
+/** The execArgv option of a pool's workers, or none (inherit) where the flag cannot be added. */
+export function workerExecOptions(): { execArgv?: string[] } {
+  const execArgv = workerExecArgv();
+  return execArgv === undefined ? {} : { execArgv };
 }
