@@ -11,6 +11,7 @@ import { ToolIndex } from '../roles/tool-index.js';
 import type { ApprovalRequest, PermissionTier } from '../tools/tool.js';
 import { humanDuration } from '../util/duration.js';
 import { createRunId } from '../util/ids.js';
+import { createRedactor } from '../util/redact.js';
 import { ActorRecord, type AgentRef, type SpawnOptions } from './actors/actor.js';
 import { createAgentRef, refusedRef } from './actors/actor-ref.js';
 import { ActorTable } from './actors/actor-table.js';
@@ -84,7 +85,13 @@ export class Runtime {
     this.#roles = new RoleRegistry(options.roles ?? [], options.grants);
     this.#graceMs = options.cancelGraceMs ?? 5000;
     this.#ledger = new UsageLedger(options.prices);
-    this.#store = options.results === undefined ? undefined : new ResultStore(options.results);
+    this.#store =
+      options.results === undefined
+        ? undefined
+        : new ResultStore({
+            ...options.results,
+            redact: createRedactor(options.env ?? process.env),
+          });
     this.#journal = options.journal;
     this.#keys =
       this.#store !== undefined || this.#journal !== undefined ? new SpawnKeys() : undefined;

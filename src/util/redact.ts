@@ -93,4 +93,19 @@ export function createJsonRedactor(
       suspect = text.includes(escaped[index] as string);
     return suspect ? JSON.stringify(redactValue(value, redact)) : text;
   };
+
+/**
+ * Deep-copies JSON-like data with every string value redacted, keys kept as
+ * they are (for records whose field names are not secrets, such as a
+ * stored result's `key`).
+ */
+export function redactStrings(value: unknown, redact: (text: string) => string): unknown {
+  if (typeof value === 'string') return redact(value);
+  if (Array.isArray(value)) return value.map((item) => redactStrings(item, redact));
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) out[key] = redactStrings(item, redact);
+    return out;
+  }
+  return value;
 }

@@ -2,6 +2,7 @@ import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { type ActorResult, ActorResultSchema } from '../../roles/result.js';
+import { createRedactor, redactStrings } from '../../util/redact.js';
 import { type PublishedMessage, PublishedMessageSchema } from '../messaging/router.js';
 import { SpawnKeys } from './spawn-keys.js';
 
@@ -38,10 +39,17 @@ export class ResultStore {
   readonly dir: string;
   readonly reuse: boolean;
   readonly #keys = new SpawnKeys();
+  readonly #redact: (text: string) => string;
 
-  constructor(options: { dir: string; reuse: boolean }) {
+  /**
+   * `redact` (default: the secrets of `process.env` and well-known key
+   * shapes) runs over every string stored: a key the model read in a
+   * workspace document must not end up on disk in plain text.
+   */
+  constructor(options: { dir: string; reuse: boolean; redact?: (text: string) => string }) {
     this.dir = options.dir;
     this.reuse = options.reuse;
+    this.#redact = options.redact ?? createRedactor();
   }
 
   /** The key of the next spawn of (role, task) under a parent whose key is `parentKey`. */
@@ -97,7 +105,7 @@ export class ResultStore {
     mkdirSync(this.dir, { recursive: true });
     const path = join(this.dir, `${key}.json`);
     const temporary = `${path}.${process.pid}.tmp`;
-    writeFileSync(temporary, `${JSON.stringify(stored, null, 2)}\n`);
+    writeFileSync(temporary, `${JSON.stringify(redactStrings(stored, this.#redact), null, 2)}\n`);
     renameSync(temporary, path);
   }
 }

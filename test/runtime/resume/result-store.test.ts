@@ -1,9 +1,10 @@
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ActorResult } from '../../../src/runtime/actors/actor.js';
 import { ResultStore } from '../../../src/runtime/resume/result-store.js';
+import { createRedactor } from '../../../src/util/redact.js';
 
 const dirs: string[] = [];
 function tempDir(): string {
@@ -79,5 +80,28 @@ describe('ResultStore', () => {
     const key = store.nextKey('researcher', 't', '');
     writeFileSync(join(dir, `${key}.json`), '{"v":1,');
     expect(store.get(key)).toBeUndefined();
+  });
+
+  it('stores no secret in plain text: a key found in a workspace document and an environment secret are redacted', () => {
+    const dir = tempDir();
+    const envSecret = 'hunter2-database-password-0042';
+    const store = new ResultStore({
+      dir,
+      reuse: true,
+      redact: createRedactor({ DATABASE_PASSWORD: envSecret }),
+    });
+    const key = store.nextKey('researcher', 'read the .env', '');
+    const leaked = 'sk-proj-abcdefghijklmnopqrstuvwxyz012345';
+    store.put(
+      key,
+      { role: 'researcher', task: `read the .env (password ${envSecret})`, parentKey: '' },
+      { ...result, final: `The key is ${leaked}; the password is ${envSecret}.` },
+    );
+    const text = readFileSync(join(dir, `${key}.json`), 'utf8');
+    expect(text).not.toContain(leaked);
+    expect(text).not.toContain(envSecret);
+    expect(text).toContain('[redacted]');
+    // The record stays usable for resume: its key is not mistaken for a secret.
+    expect(store.get(key)?.result.final).toBe('The key is [redacted]; the password is [redacted].');
   });
 });
