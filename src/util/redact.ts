@@ -93,6 +93,7 @@ export function createJsonRedactor(
       suspect = text.includes(escaped[index] as string);
     return suspect ? JSON.stringify(redactValue(value, redact)) : text;
   };
+}
 
 /**
  * Deep-copies JSON-like data with every string value redacted, keys kept as
