@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   type MockOpenAIServer,
+  openaiError,
   openaiReply,
   startMockOpenAIServer,
 } from '../helpers/mock-openai-server.js';
@@ -14,6 +15,8 @@ export interface FanOut {
   answer: string;
   /** A sub-agent's reply to its task (default "Done: <task>"). */
   reply?: (task: string) => string;
+  /** A reason to fail this task's model call with (HTTP 400), or undefined to answer it. */
+  fail?: (task: string) => string | undefined;
   /** How long each sub-agent's model call takes (default 0), so a test sees the run live. */
   delayMs?: number;
 }
@@ -42,6 +45,8 @@ export function startFanOutServer(fanOut: FanOut): Promise<MockOpenAIServer> {
           : openaiReply({ toolCalls: [{ name: 'delegate', arguments: { tasks: fanOut.tasks } }] });
       }
       const task = text(messages.find((message) => message.role === 'user')?.content);
+      const reason = fanOut.fail?.(task);
+      if (reason !== undefined) return openaiError(400, reason);
       return openaiReply({
         content: fanOut.reply?.(task) ?? `Done: ${task}`,
         usage: { prompt: 1200, completion: 300 },

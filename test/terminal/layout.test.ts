@@ -25,6 +25,10 @@ describe.runIf(hasPython())('the live view in a window of any size (pty)', () =>
       ],
       answer: 'All done.',
       delayMs: 2500,
+      fail: (task) =>
+        task.includes('write the report')
+          ? `The deployment refuses this request: ${'the account has no access to the model in this region. '.repeat(3)}Rerun with --allow read,write,network, or remove those tools from the role.`
+          : undefined,
     });
   });
   afterAll(async () => {
@@ -88,11 +92,13 @@ describe.runIf(hasPython())('the live view in a window of any size (pty)', () =>
     await session.exited;
     const transcript = session.screen.transcript();
     const summary = transcript.slice(transcript.indexOf('1 agent did not complete:'));
-    expect(summary).toContain('reporter-1 failed: Role "reporter" needs the write');
+    expect(summary).toContain('reporter-1 failed:');
     // The whole reason, wrapped under the agent: its advice is on screen.
     expect(summary.replace(/\s+/g, ' ')).toMatch(
       /Rerun with --allow read,write,network, or remove those tools from the role\./,
     );
-    for (const line of summary.split('\n')) expect(displayWidth(line)).toBeLessThan(80);
+    // The summary's lines are wrapped to the window (the file paths after it may be longer).
+    const reasons = summary.slice(0, summary.indexOf('trace    '));
+    for (const line of reasons.split('\n')) expect(displayWidth(line)).toBeLessThan(80);
   }, 120_000);
 });
