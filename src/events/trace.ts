@@ -14,7 +14,7 @@ export interface TraceWriterOptions {
 
 /**
  * Writes a run's events as JSON Lines, one event per line, secrets redacted.
- * Lines are buffered and flushed at `run.finished`, at the end of the
+ * Lines are buffered and flushed at `run.started` and `run.finished`, at the end of the
  * event-loop turn in which an `agent.finished` arrived (one write for all the
  * agents that finished in that turn: 100,000 agents are not 100,000 writes),
  * on a timer, and on close, so a killed run loses at most the last interval.
@@ -40,7 +40,9 @@ export class TraceWriter {
   write(event: AgentEvent): void {
     if (this.#fd === undefined) return;
     this.#buffer.push(this.#serialize(event));
-    if (event.type === 'run.finished') this.flush();
+    // run.started is written at once: it holds the task and options a resume
+    // needs, even for a run killed within its first flush interval.
+    if (event.type === 'run.finished' || event.type === 'run.started') this.flush();
     else if (event.type === 'agent.finished' && this.#pendingFlush === undefined) {
       this.#pendingFlush = setImmediate(() => {
         this.#pendingFlush = undefined;
