@@ -4,8 +4,9 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     setupFiles: ['test/helpers/console-guard.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    // Generous: CI shares this 2-core machine with other work, and a hang still fails.
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
     pool: 'forks',
     maxWorkers: 2,
     typecheck: { enabled: true, include: ['test/**/*.test-d.ts'] },
