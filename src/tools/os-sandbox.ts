@@ -90,6 +90,12 @@ export interface SandboxSpec {
   mounts?: readonly { source: string; target: string }[];
   /** A program and arguments that run first and start the rest (the egress bridge). */
   wrapper?: readonly string[];
+  /**
+   * Report the sandbox's first process on fd 3 and wait for a byte on fd 4
+   * before starting anything in it, so the caller can move it into a pids
+   * cgroup first (see pids-cgroup.ts and runProcess's `cgroup`).
+   */
+  holdForCgroup?: boolean;
 }
 
 /** How to install the sandbox, for refusal messages. */
@@ -317,7 +323,11 @@ export function prlimitArgs(limits: ExecLimits): string[] {
  * and the read-only protected paths come after the writable folders.
  */
 export function bwrapArgs(spec: SandboxSpec): string[] {
-  const args = [...systemMounts(), '--dev', '/dev', '--proc', '/proc'];
+  const args = [
+    ...(spec.holdForCgroup === true ? ['--info-fd', '3', '--block-fd', '4'] : []),
+    ...systemMounts(),
+    ...['--dev', '/dev', '--proc', '/proc'],
+  ];
   const limits = spec.limits ?? DEFAULT_EXEC_LIMITS;
   args.push('--size', String(Math.max(1024 * 1024, Math.floor(limits.tmpBytes))));
   args.push('--tmpfs', '/tmp', '--dir', SANDBOX_HOME);

@@ -59,10 +59,8 @@ function describeWarning(warning: string | Error, rest: unknown[]): string {
  */
 export function captureWarnings(fallback: WarningSink): () => void {
   if (originals === undefined) {
-    // biome-ignore lint/suspicious/noConsole: taking console.warn over is the point.
     const saved = { warn: console.warn, emitWarning: process.emitWarning };
     originals = saved;
-    // biome-ignore lint/suspicious/noConsole: taking console.warn over is the point.
     console.warn = (...args: unknown[]): void => {
       deliver({ source: 'console', message: format(...args) });
     };
@@ -77,7 +75,6 @@ export function captureWarnings(fallback: WarningSink): () => void {
     released = true;
     fallbacks.splice(fallbacks.lastIndexOf(fallback), 1);
     if (fallbacks.length === 0 && originals !== undefined) {
-      // biome-ignore lint/suspicious/noConsole: putting console.warn back.
       console.warn = originals.warn;
       process.emitWarning = originals.emitWarning;
       originals = undefined;

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -9,6 +9,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { resolveProgram } from '../../src/tools/builtin/run-process.js';
 import { createBuiltinRegistry } from '../../src/tools/catalogue.js';
+import { processCapOf } from '../../src/tools/pids-cgroup.js';
 import type { ToolResult } from '../../src/tools/registry.js';
 import type { ApprovalRequest, ToolContext } from '../../src/tools/tool.js';
 import {
@@ -90,6 +91,28 @@ afterAll(async () => {
   await rm(canaryFolder, { recursive: true, force: true });
   if (canaries.home !== undefined) await rm(canaries.home, { force: true });
 });
+
+/** Samples how many processes the host has (every 20 ms) while a case runs. */
+const hostProcesses = (() => {
+  let timer: NodeJS.Timeout | undefined;
+  let baseline = 0;
+  let peak = 0;
+  const count = (): number => readdirSync('/proc').filter((name) => /^\d+$/.test(name)).length;
+  return {
+    start(): void {
+      baseline = count();
+      peak = baseline;
+      timer = setInterval(() => {
+        peak = Math.max(peak, count());
+      }, 20);
+    },
+    stop(): { baseline: number; peak: number } {
+      clearInterval(timer);
+      peak = Math.max(peak, count());
+      return { baseline, peak };
+    },
+  };
+})();
 
 let world: World;
 beforeEach(async () => {
@@ -366,11 +389,23 @@ const table: Hostile[] = [
     name: 'python fork bomb',
     tool: 'python',
     context: { sandbox: { limits: { processes: 64 } } },
+    // The cap must hold for the host, not just in the tool's answer: as root RLIMIT_NPROC
+    // does not apply, and an uncapped bomb reached ~10,000 host processes in 3 s.
+    setup: async () => {
+      hostProcesses.start();
+    },
     input: () => ({
       code: 'import os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(0.01)',
       timeoutMs: 3_000,
     }),
     expected: ['tool.timeout', 'tool.failed'],
+    check: () => {
+      const { baseline, peak } = hostProcesses.stop();
+      expect(
+        peak - baseline,
+        `host processes: ${baseline} before, ${peak} at most during`,
+      ).toBeLessThan(1_000);
+    },
   },
   {
     name: 'python memory bomb (8 GiB at once, then growing)',
@@ -435,7 +470,9 @@ describe('the sandbox against a hostile model', () => {
   for (const entry of table) {
     const expected = typeof entry.expected === 'string' ? [entry.expected] : entry.expected;
     const name = `${entry.name} → ${expected.join(' or ')}`;
-    it.skipIf(skip)(sandboxed(name), { timeout: 60_000 }, async () => {
+    // As root without a writable pids cgroup, nothing on the machine can cap the process count.
+    const uncappable = entry.name === 'python fork bomb' && processCapOf() === 'none';
+    it.skipIf(skip || uncappable)(sandboxed(name), { timeout: 60_000 }, async () => {
       await entry.setup?.(world);
       const workspaceBefore = await snapshot(world.workspace);
       const outsideBefore = await snapshot(world.outside);

@@ -1,8 +1,9 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
 import { mkdir, realpath } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import type { Readable, Writable } from 'node:stream';
 import { z } from 'zod';
 import { errorMessage, TroupeError } from '../../errors.js';
 import {
@@ -15,6 +16,7 @@ import {
   requireSandbox,
   SYSTEM_BIN_DIRS,
 } from '../os-sandbox.js';
+import { createExecCgroup, type ExecCgroup } from '../pids-cgroup.js';
 import { guardProtectedPaths } from '../protected-paths.js';
 import { isInside } from '../sandbox.js';
 import { scrubEnv } from '../scrub-env.js';
@@ -64,6 +66,13 @@ export interface RunProcessOptions {
   input?: string;
   /** Called with the child's pid once it is started (tests use it to check the kill). */
   onSpawn?: (pid: number) => void;
+  /**
+   * The cgroup that caps the sandbox's process count. The program must be
+   * bwrap started with `--info-fd 3 --block-fd 4` (`SandboxSpec.holdForCgroup`):
+   * it reports its sandbox's first process on fd 3 and waits on fd 4 until
+   * that process has been moved into the cgroup, so nothing forks outside it.
+   */
+  cgroup?: ExecCgroup;
 }
 
 /** How a child process ended. */
@@ -92,10 +101,14 @@ export function runProcess(options: RunProcessOptions): Promise<ProcessResult> {
       env: { ...options.env },
       shell: false,
       detached: true,
-      stdio: ['pipe', 'pipe', 'pipe'],
+      stdio:
+        options.cgroup === undefined
+          ? ['pipe', 'pipe', 'pipe']
+          : ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'],
       windowsHide: true,
     });
     if (child.pid !== undefined) options.onSpawn?.(child.pid);
+    if (options.cgroup !== undefined) releaseIntoCgroup(child, options.cgroup);
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
     let bytes = 0;
@@ -133,8 +146,7 @@ export function runProcess(options: RunProcessOptions): Promise<ProcessResult> {
     // Stop: kill the whole group, and stop waiting for pipes a stray grandchild may hold.
     const stop = (): void => {
       killGroup();
-      child.stdout.destroy();
-      child.stderr.destroy();
+      for (const stream of child.stdio.slice(1)) stream?.destroy();
       if (exited) finish(child.exitCode, child.signalCode);
     };
     const onAbort = (): void => {
@@ -186,6 +198,44 @@ export function runProcess(options: RunProcessOptions): Promise<ProcessResult> {
       if (timedOut || outputCapped || aborted) finish(code, signalName);
     });
     child.on('close', (code, signalName) => finish(code, signalName));
+  });
+}
+
+/**
+ * Reads bwrap's report (fd 3) of its sandbox's first process, moves that
+ * process into `cgroup`, then lets bwrap go on (a byte on fd 4). If bwrap
+ * fails before it reports, it exits on its own and its stderr tells why; if
+ * the move fails, the program is not started (bwrap is killed with its group).
+ */
+function releaseIntoCgroup(child: ChildProcess, cgroup: ExecCgroup): void {
+  const info = child.stdio[3] as Readable | null;
+  const gate = child.stdio[4] as Writable | null;
+  if (info === null || gate === null) return;
+  gate.on('error', () => {
+    // bwrap died before reading its gate; its exit status tells why.
+  });
+  let report = '';
+  info.setEncoding('utf8');
+  info.on('data', (text: string) => {
+    report += text;
+  });
+  info.on('error', () => undefined);
+  info.on('end', () => {
+    const sandboxPid = /"child-pid":\s*(\d+)/.exec(report)?.[1];
+    if (sandboxPid === undefined) {
+      gate.destroy();
+      return;
+    }
+    try {
+      cgroup.add(Number(sandboxPid));
+      gate.end('go');
+    } catch {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        child.kill('SIGKILL');
+      }
+    }
   });
 }
 
@@ -311,6 +361,7 @@ export async function prepareExec(
         ? { paths: [], release: async () => undefined }
         : await guardProtectedPaths(writable);
     let proxy: EgressProxy | undefined;
+    let cgroup: ExecCgroup | undefined;
     try {
       // With the network tier, the program's only way out is troupe's filtering proxy.
       if (egress) {
@@ -320,7 +371,16 @@ export async function prepareExec(
             context.progress?.(`${request.tool}: network access to ${target} denied (${reason})`),
         });
       }
+      // As root, RLIMIT_NPROC does not hold: a pids cgroup caps the process count instead.
+      cgroup = isRoot() ? createExecCgroup(limits.processes + SANDBOX_OWN_PROCESSES) : undefined;
+      if (isRoot() && cgroup === undefined && !warnedUncapped) {
+        warnedUncapped = true;
+        context.progress?.(
+          `${request.tool}: the process limit (${limits.processes}) is not enforced: troupe runs as root and this machine gives it no writable pids cgroup (run as an ordinary user, or give troupe a cgroup)`,
+        );
+      }
       const args = bwrapArgs({
+        holdForCgroup: cgroup !== undefined,
         program: file,
         args: request.args,
         workspace: request.workspace,
@@ -348,12 +408,28 @@ export async function prepareExec(
       });
       // bwrap itself gets the scrubbed environment too: inside the sandbox it is PID 1,
       // and its /proc/1/environ is readable by the child.
-      return await runProcess({ ...common, file: sandbox.bwrapPath, args, env });
+      return await runProcess({
+        ...common,
+        file: sandbox.bwrapPath,
+        args,
+        env,
+        ...(cgroup === undefined ? {} : { cgroup }),
+      });
     } finally {
+      cgroup?.release();
       await proxy?.close();
       await guard.release();
     }
   };
+}
+
+/** Processes of the sandbox's own besides the program's: bwrap's init and the egress bridge's threads. */
+const SANDBOX_OWN_PROCESSES = 16;
+
+let warnedUncapped = false;
+
+function isRoot(): boolean {
+  return process.getuid?.() === 0;
 }
 
 const LIMIT_SIGNALS: Readonly<Record<string, (limits: ExecLimits) => string>> = {
