@@ -59,6 +59,7 @@ function describeWarning(warning: string | Error, rest: unknown[]): string {
  */
 export function captureWarnings(fallback: WarningSink): () => void {
   if (originals === undefined) {
+    // biome-ignore lint/suspicious/noConsole: taking console.warn over is the point.
     const saved = { warn: console.warn, emitWarning: process.emitWarning };
     originals = saved;
     console.warn = (...args: unknown[]): void => {
