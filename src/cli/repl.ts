@@ -68,6 +68,10 @@ export class Repl {
   #closed = false;
   #turn: AbortController | undefined;
   #interrupted = false;
+  /** A line was handed to the loop, which has not yet started its turn or come back to the prompt. */
+  #handingOver = false;
+  /** Ctrl-C came during the hand-over: the turn that line starts is cancelled at once. */
+  #cancelHandedOver = false;
   #spinner: NodeJS.Timeout | undefined;
   #spinnerText = '';
   #turnStart = 0;
@@ -104,6 +108,7 @@ export class Repl {
     }
     this.#rl.on('line', (line) => {
       this.#interrupted = false;
+      this.#handingOver = true;
       const waiter = this.#waiting.shift();
       if (waiter === undefined) this.#lines.push(line);
       else waiter(line);
@@ -131,6 +136,8 @@ export class Repl {
     this.#status = handlers.status;
     try {
       for (;;) {
+        this.#handingOver = false;
+        this.#cancelHandedOver = false;
         this.#rl.setPrompt(this.#prompt);
         this.#rl.prompt();
         const line = await this.#next();
@@ -145,6 +152,8 @@ export class Repl {
         if (['exit', 'quit', ':q'].includes(input.toLowerCase())) break;
         const turn = new AbortController();
         this.#turn = turn;
+        // Enter and Ctrl-C read in one go: the Ctrl-C meant this turn.
+        if (this.#cancelHandedOver) turn.abort(new Error('cancelled with Ctrl-C'));
         this.#startSpinner();
         try {
           await handlers.turn(input, turn.signal);
@@ -175,8 +184,10 @@ export class Repl {
   }
 
   #onInterrupt(): void {
-    if (this.#turn !== undefined && !this.#turn.signal.aborted) {
-      this.#turn.abort(new Error('cancelled with Ctrl-C'));
+    const running = this.#turn !== undefined && !this.#turn.signal.aborted;
+    if (running || (this.#handingOver && !this.#cancelHandedOver && this.#turn === undefined)) {
+      if (running) this.#turn?.abort(new Error('cancelled with Ctrl-C'));
+      else this.#cancelHandedOver = true;
       this.print('^C (turn cancelled; Ctrl-C again or Ctrl-D to leave)');
       this.#interrupted = true;
       return;

@@ -9,6 +9,15 @@ import {
 } from '../helpers/mock-openai-server.js';
 import { hasPython, KEYS, ptyEnv, runInPty } from '../helpers/pty.js';
 
+/** Polls `condition` every 20 ms, failing after 60 s. */
+async function until(condition: () => boolean): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`still waiting for ${String(condition)}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 function lastUser(body: Record<string, unknown>): string {
   const messages = (body['messages'] as Array<{ role: string; content: unknown }>) ?? [];
   const user = messages.filter((message) => message.role === 'user').at(-1);
@@ -80,6 +89,8 @@ describe.runIf(hasPython())('troupe chat on a terminal (pty)', () => {
     session.type('please be slow\r');
     await session.waitFor(/⠋|⠙|⠹|⠸|⠼|⠴|⠦|⠧|⠇|⠏/);
     await session.waitFor('working');
+    // The Ctrl-C must reach a turn whose request the server holds.
+    await until(() => server.inFlight === 1);
     session.type(KEYS.ctrlC);
     await session.waitFor('turn cancelled');
     await session.waitFor(
