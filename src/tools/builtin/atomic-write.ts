@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { chmod, copyFile, open, rename, stat, unlink } from 'node:fs/promises';
+import { lstat, open, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
@@ -8,8 +8,8 @@ import path from 'node:path';
  * fails half-way to prove the old file survives.
  */
 export interface AtomicWriteIo {
-  /** Creates `file` (it must not exist) holding `data`, flushed to disk. */
-  writeNew(file: string, data: Buffer): Promise<void>;
+  /** Creates `file` (it must not exist) holding `data` with permission bits `mode`, flushed to disk. */
+  writeNew(file: string, data: Buffer, mode?: number): Promise<void>;
   /** Copies `from` to `to`, which must not exist. */
   copyNew(from: string, to: string): Promise<void>;
   /** Renames `from` over `to`, atomically (same folder). */
@@ -18,16 +18,33 @@ export interface AtomicWriteIo {
 
 /** The real file system. */
 export const nodeAtomicWriteIo: AtomicWriteIo = {
-  async writeNew(file, data) {
+  async writeNew(file, data, mode) {
     const handle = await open(file, 'wx', 0o644);
     try {
+      // On the descriptor, not the path: a path can be swapped for a link to another file.
+      if (mode !== undefined) await handle.chmod(mode);
       await handle.writeFile(data);
       await handle.sync();
     } finally {
       await handle.close();
     }
   },
-  copyNew: (from, to) => copyFile(from, to, constants.COPYFILE_EXCL),
+  async copyNew(from, to) {
+    // The source is opened without following a link: a file swapped for one is not copied.
+    const source = await open(
+      from,
+      constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+    );
+    let data: Buffer;
+    try {
+      if (!(await source.stat()).isFile())
+        throw new Error(`${path.basename(from)} is not a regular file`);
+      data = await source.readFile();
+    } finally {
+      await source.close();
+    }
+    await nodeAtomicWriteIo.writeNew(to, data);
+  },
   rename: (from, to) => rename(from, to),
 };
 
@@ -54,12 +71,11 @@ export async function writeFileAtomic(
   const folder = path.dirname(target);
   const temporary = (suffix: string): string =>
     path.join(folder, `.${path.basename(target)}.${randomBytes(6).toString('hex')}.${suffix}`);
-  const previous = await stat(target).catch(() => undefined);
+  const previous = await lstat(target).catch(() => undefined);
   const newFile = temporary('tmp');
   const backupFile = previous === undefined ? undefined : temporary('bak');
   try {
-    await io.writeNew(newFile, data);
-    if (previous !== undefined) await chmod(newFile, previous.mode & 0o777);
+    await io.writeNew(newFile, data, previous === undefined ? undefined : previous.mode & 0o777);
     let backup: string | undefined;
     if (backupFile !== undefined) {
       backup = `${target}.bak`;

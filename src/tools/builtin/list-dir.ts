@@ -3,6 +3,7 @@ import { lstat, readdir, readlink, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { TroupeError } from '../../errors.js';
+import { type FolderHandle, openChildFolder, openFolderIn } from '../folder-handle.js';
 import { entryKind, resolveInScope, showPath } from '../sandbox.js';
 import { defineTool, type Tool } from '../tool.js';
 import { formatBytes } from './read-file.js';
@@ -71,7 +72,13 @@ export const listDirTool: Tool<ListDirInput, string> = defineTool({
     }
     const depth = input.recursive === true ? (input.depth ?? 3) : 1;
     const listing: Listing = { lines: [], limit: input.limit ?? 200, truncated: false };
-    await listFolder(resolved.absolute, resolved.root, depth, listing, context.signal);
+    // Listed through open folders, following no link: a folder swapped for one is refused.
+    const folder = await openFolderIn(resolved.root, resolved.relative);
+    try {
+      await listFolder(folder, resolved.relative, depth, listing, context.signal);
+    } finally {
+      await folder.close();
+    }
     const header = `${resolved.relative === '.' ? 'Workspace root' : resolved.relative}:`;
     if (listing.lines.length === 0) return `${header}\n(empty folder)`;
     const notes: string[] = [];
@@ -88,8 +95,8 @@ export const listDirTool: Tool<ListDirInput, string> = defineTool({
 });
 
 async function listFolder(
-  folder: string,
-  root: string,
+  folder: FolderHandle,
+  relativeFolder: string,
   depth: number,
   listing: Listing,
   signal: AbortSignal,
@@ -97,10 +104,10 @@ async function listFolder(
   signal.throwIfAborted();
   let entries: Dirent[];
   try {
-    entries = await readdir(folder, { withFileTypes: true });
+    entries = await readdir(folder.path, { withFileTypes: true });
   } catch (error) {
     listing.lines.push(
-      `  (cannot read ${path.relative(root, folder) || '.'}: ${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+      `  (cannot read ${relativeFolder}: ${(error as NodeJS.ErrnoException).code ?? 'error'})`,
     );
     return;
   }
@@ -112,11 +119,21 @@ async function listFolder(
       listing.truncated = true;
       return;
     }
-    const absolute = path.join(folder, entry.name);
-    const relative = path.relative(root, absolute).split(path.sep).join('/');
-    listing.lines.push(await describeEntry(entry, absolute, relative));
+    const relative = relativeFolder === '.' ? entry.name : `${relativeFolder}/${entry.name}`;
+    listing.lines.push(await describeEntry(entry, path.join(folder.path, entry.name), relative));
     if (entry.isDirectory() && depth > 1 && !SKIPPED_FOLDERS.has(entry.name)) {
-      await listFolder(absolute, root, depth - 1, listing, signal);
+      let child: FolderHandle;
+      try {
+        child = await openChildFolder(folder, entry.name);
+      } catch {
+        listing.lines.push(`  (cannot read ${relative}: it changed while being listed)`);
+        continue;
+      }
+      try {
+        await listFolder(child, relative, depth - 1, listing, signal);
+      } finally {
+        await child.close();
+      }
       if (listing.truncated) return;
     }
   }

@@ -1,6 +1,8 @@
-import { readFile, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import { z } from 'zod';
 import { TroupeError } from '../../errors.js';
+import { openFileInArea } from '../folder-handle.js';
 import { assertRegularFile, resolveInScope, showPath } from '../sandbox.js';
 import { defineTool, type Tool } from '../tool.js';
 
@@ -48,15 +50,32 @@ export async function readTextFile(
       `File not found: ${showPath(requested)}. Use list_dir to see what exists.`,
     );
   }
-  const stats = await stat(resolved.absolute);
-  assertRegularFile(stats, resolved.relative);
-  if (stats.size > MAX_READ_FILE_BYTES) {
+  // Opened through the checked folders without following links (no check-then-open window),
+  // and every check below is on the open descriptor, not on the path.
+  let file: FileHandle;
+  try {
+    file = await openFileInArea(resolved.root, resolved.relative, constants.O_RDONLY);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     throw new TroupeError(
-      'tool.refused',
-      `${showPath(resolved.relative)} is ${formatBytes(stats.size)}, more than read_file handles (${formatBytes(MAX_READ_FILE_BYTES)}). Use search_files to find the lines you need.`,
+      'tool.failed',
+      `File not found: ${showPath(requested)}. Use list_dir to see what exists.`,
     );
   }
-  const bytes = await readFile(resolved.absolute);
+  let bytes: Buffer;
+  try {
+    const stats = await file.stat();
+    assertRegularFile(stats, resolved.relative);
+    if (stats.size > MAX_READ_FILE_BYTES) {
+      throw new TroupeError(
+        'tool.refused',
+        `${showPath(resolved.relative)} is ${formatBytes(stats.size)}, more than read_file handles (${formatBytes(MAX_READ_FILE_BYTES)}). Use search_files to find the lines you need.`,
+      );
+    }
+    bytes = await file.readFile();
+  } finally {
+    await file.close();
+  }
   if (bytes.subarray(0, BINARY_SNIFF_BYTES).includes(0)) {
     throw new TroupeError(
       'tool.refused',

@@ -1,9 +1,17 @@
 import type { Dirent } from 'node:fs';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { type FileHandle, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import vm from 'node:vm';
 import { z } from 'zod';
 import { errorMessage, TroupeError } from '../../errors.js';
+import {
+  type FolderHandle,
+  openChildFolder,
+  openFileIn,
+  openFileInArea,
+  openFolderIn,
+} from '../folder-handle.js';
 import { resolveInScope, showPath } from '../sandbox.js';
 import { defineTool, type Tool } from '../tool.js';
 import { globToRegExp } from './glob.js';
@@ -87,14 +95,21 @@ export function createSearchFilesTool(
   const maxFileBytes = options.maxFileBytes ?? 2 * 1024 * 1024;
   const maxFiles = options.maxFiles ?? 20_000;
 
-  async function searchFile(search: Search, absolute: string, relative: string): Promise<void> {
-    search.files += 1;
-    const stats = await stat(absolute);
-    if (stats.size > maxFileBytes) {
-      search.skipped += 1;
-      return;
+  // `file` is opened without following links (see folder-handle.ts); size and kind come from it.
+  async function searchFile(search: Search, file: FileHandle, relative: string): Promise<void> {
+    let bytes: Buffer;
+    try {
+      const stats = await file.stat();
+      if (!stats.isFile()) return;
+      search.files += 1;
+      if (stats.size > maxFileBytes) {
+        search.skipped += 1;
+        return;
+      }
+      bytes = await file.readFile();
+    } finally {
+      await file.close();
     }
-    const bytes = await readFile(absolute);
     if (bytes.subarray(0, 8_192).includes(0)) return;
     const text = bytes.toString('utf8');
     const subject = search.globHasSlash ? relative : path.posix.basename(relative);
@@ -134,11 +149,11 @@ export function createSearchFilesTool(
     if (found.length >= search.maxResults) search.truncated = true;
   }
 
-  async function walk(search: Search, folder: string): Promise<void> {
+  async function walk(search: Search, folder: FolderHandle, relativeFolder: string): Promise<void> {
     search.signal.throwIfAborted();
     let entries: Dirent[];
     try {
-      entries = await readdir(folder, { withFileTypes: true });
+      entries = await readdir(folder.path, { withFileTypes: true });
     } catch {
       return;
     }
@@ -149,12 +164,23 @@ export function createSearchFilesTool(
         search.truncated = true;
         return;
       }
-      const absolute = path.join(folder, entry.name);
-      // Symlinks are never followed: they could lead out of the workspace.
-      if (entry.isDirectory() && !SKIPPED_FOLDERS.has(entry.name)) await walk(search, absolute);
+      const relative = relativeFolder === '.' ? entry.name : `${relativeFolder}/${entry.name}`;
+      // Symlinks are never followed: they could lead out of the workspace. Folders and files
+      // are opened through the open parent with O_NOFOLLOW, so a swap is skipped, not followed.
+      if (entry.isDirectory() && !SKIPPED_FOLDERS.has(entry.name)) {
+        const child = await openChildFolder(folder, entry.name).catch(() => undefined);
+        if (child === undefined) continue;
+        try {
+          await walk(search, child, relative);
+        } finally {
+          await child.close();
+        }
+      }
       if (entry.isFile()) {
-        const relative = path.relative(search.root, absolute).split(path.sep).join('/');
-        await searchFile(search, absolute, relative);
+        const file = await openFileIn(folder, entry.name, constants.O_RDONLY).catch(
+          () => undefined,
+        );
+        if (file !== undefined) await searchFile(search, file, relative);
       }
     }
   }
@@ -200,9 +226,18 @@ export function createSearchFilesTool(
         signal: context.signal,
       };
       const stats = await stat(resolved.absolute);
-      if (stats.isFile()) await searchFile(search, resolved.absolute, resolved.relative);
-      else if (stats.isDirectory()) await walk(search, resolved.absolute);
-      else throw new TroupeError('tool.refused', `${showPath(requested)} is not a file or folder.`);
+      if (stats.isFile()) {
+        const file = await openFileInArea(resolved.root, resolved.relative, constants.O_RDONLY);
+        await searchFile(search, file, resolved.relative);
+      } else if (stats.isDirectory()) {
+        const folder = await openFolderIn(resolved.root, resolved.relative);
+        try {
+          await walk(search, folder, resolved.relative);
+        } finally {
+          await folder.close();
+        }
+      } else
+        throw new TroupeError('tool.refused', `${showPath(requested)} is not a file or folder.`);
 
       const lines = search.results.length > 0 ? [...search.results] : ['No matches.'];
       const summary = `[${search.results.length} match${search.results.length === 1 ? '' : 'es'} in ${search.files} file${search.files === 1 ? '' : 's'} searched`;

@@ -1,9 +1,11 @@
-import { lstat, mkdir, realpath } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
+import { lstat, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { errorMessage, TroupeError } from '../../errors.js';
+import { openFolderIn } from '../folder-handle.js';
 import { assertNotProtected } from '../protected-paths.js';
-import { isInside, type PathScope, resolveInScope, showPath } from '../sandbox.js';
+import { type PathScope, resolveInScope, showPath } from '../sandbox.js';
 import { defineTool, type Tool, type ToolContext } from '../tool.js';
 import { requireApproval } from './approval.js';
 import { type AtomicWriteIo, nodeAtomicWriteIo, writeFileAtomic } from './atomic-write.js';
@@ -66,15 +68,7 @@ export function createWriteFileTool(
       if (context.sandbox?.allowProtectedWrites !== true) {
         assertNotProtected(target.relative, 'write_file');
       }
-      if (target.exists) {
-        const stats = await lstat(target.absolute);
-        if (!stats.isFile()) {
-          throw new TroupeError(
-            'tool.refused',
-            `${showPath(target.relative)} exists and is ${stats.isDirectory() ? 'a folder' : 'not a regular file'}; write_file only replaces regular files.`,
-          );
-        }
-      }
+      if (target.exists) refuseUnlessFile(await lstat(target.absolute), target.relative);
       const bytes = Buffer.byteLength(input.content, 'utf8');
       if (context.outputDir === undefined) {
         await requireApproval(
@@ -84,22 +78,42 @@ export function createWriteFileTool(
           input.content,
         );
       }
-      await makeParents(target.absolute, target.root, label);
+      // The parent folders are created and opened one by one without following links, and the
+      // file is written through the open folder: a folder swapped for a link after the checks
+      // above makes the write fail instead of leading outside.
+      const parent = await openFolderIn(target.root, path.posix.dirname(target.relative), {
+        create: true,
+        label,
+      });
+      const name = path.posix.basename(target.relative);
       try {
-        const written = await writeFileAtomic(target.absolute, input.content, io);
+        const existing = await lstat(path.join(parent.path, name)).catch(() => undefined);
+        if (existing !== undefined) refuseUnlessFile(existing, target.relative);
+        const written = await writeFileAtomic(path.join(parent.path, name), input.content, io);
         const kept =
           written.backup === undefined ? '' : ` (previous version kept as ${target.relative}.bak)`;
         const where = context.outputDir === undefined ? '' : ' in the output folder';
         return `Wrote ${written.bytes.toLocaleString('en-US')} bytes to ${target.relative}${where}${kept}.`;
       } catch (error) {
+        if (error instanceof TroupeError) throw error;
         throw new TroupeError(
           'tool.failed',
           `Could not write ${target.relative}: ${errorMessage(error)}. ${target.exists ? 'The previous version is unchanged.' : 'Nothing was written.'}`,
           { cause: error },
         );
+      } finally {
+        await parent.close();
       }
     },
   });
+}
+
+function refuseUnlessFile(stats: Stats, relative: string): void {
+  if (stats.isFile()) return;
+  throw new TroupeError(
+    'tool.refused',
+    `${showPath(relative)} exists and is ${stats.isDirectory() ? 'a folder' : 'not a regular file'}; write_file only replaces regular files.`,
+  );
 }
 
 async function writeScope(context: ToolContext): Promise<PathScope> {
@@ -107,28 +121,6 @@ async function writeScope(context: ToolContext): Promise<PathScope> {
   // The run's output folder is the one area this agent may write to; it may not exist yet.
   await mkdir(context.outputDir, { recursive: true });
   return { root: context.outputDir, label: 'the output folder' };
-}
-
-// Creates missing parent folders, then checks their real path again: a folder swapped for a
-// symlink between the check and the write must not carry the write outside.
-async function makeParents(target: string, root: string, label: string): Promise<void> {
-  const parent = path.dirname(target);
-  try {
-    await mkdir(parent, { recursive: true });
-  } catch (error) {
-    throw new TroupeError(
-      'tool.failed',
-      `Could not create the folder ${showPath(path.relative(root, parent))}: ${errorMessage(error)}.`,
-      { cause: error },
-    );
-  }
-  const real = await realpath(parent);
-  if (!isInside(root, real)) {
-    throw new TroupeError(
-      'sandbox.escape',
-      `The folder of the target leads outside ${label}; refused.`,
-    );
-  }
 }
 
 /** The `write_file` tool with default options. */
