@@ -14,7 +14,6 @@ import {
   parseWorkerMessage,
 } from './protocol.js';
 import type { Transport, TransportHandlers } from './transport.js';
-import { workerExecOptions } from './worker-exec-argv.js';
 
 /** Options for the local (worker-thread) transport. */
 export interface LocalTransportOptions {
@@ -24,7 +23,7 @@ export interface LocalTransportOptions {
   config: HostConfig;
   /** Per-thread memory limits; a thread past them dies and is replaced. */
   resourceLimits?: ResourceLimits | undefined;
-  /** The built worker entry (default dist/workers/agent-worker.js). */
+  /** The built worker entry (default dist/workers/agent-entry.cjs). */
   workerUrl?: URL | undefined;
 }
 
@@ -50,8 +49,8 @@ const MAX_BOOT_FAILURES = 3;
 export function agentWorkerUrl(): URL {
   const here = import.meta.url;
   return here.endsWith('.ts')
-    ? new URL('../../../dist/workers/agent-worker.js', here)
-    : new URL('../../../workers/agent-worker.js', here);
+    ? new URL('../../../dist/workers/agent-entry.cjs', here)
+    : new URL('../../../workers/agent-entry.cjs', here);
 }
 
 /**
@@ -89,7 +88,6 @@ export class LocalTransport implements Transport {
       atomics: 'disabled',
       idleTimeout: Number.POSITIVE_INFINITY,
       workerData: this.#options.config,
-      ...workerExecOptions(),
       ...(this.#options.resourceLimits === undefined
         ? {}
         : { resourceLimits: this.#options.resourceLimits }),

@@ -10,7 +10,6 @@ import {
   type ToolHostTask,
   type ToolToMain,
 } from './tool-protocol.js';
-import { workerExecOptions } from './worker-exec-argv.js';
 
 /** Memory limits of each tool thread (Node's `resourceLimits`), in megabytes. */
 export interface ToolThreadLimits {
@@ -33,7 +32,7 @@ export interface ToolPoolOptions {
   maxCallsPerThread?: number | undefined;
   /** Per-thread memory limits (default a 256 MiB old generation). */
   limits?: ToolThreadLimits | undefined;
-  /** The built tool-thread entry (default dist/workers/tool-worker.js). */
+  /** The built tool-thread entry (default dist/workers/tool-entry.cjs). */
   workerUrl?: URL | undefined;
 }
 
@@ -110,8 +109,8 @@ const MAX_BOOT_FAILURES = 3;
 export function toolWorkerUrl(): URL {
   const here = import.meta.url;
   return here.endsWith('.ts')
-    ? new URL('../../../dist/workers/tool-worker.js', here)
-    : new URL('../../../workers/tool-worker.js', here);
+    ? new URL('../../../dist/workers/tool-entry.cjs', here)
+    : new URL('../../../workers/tool-entry.cjs', here);
 }
 
 /**
@@ -229,7 +228,6 @@ export class ToolPool {
       atomics: 'disabled',
       idleTimeout: Number.POSITIVE_INFINITY,
       workerData: this.#options.config,
-      ...workerExecOptions(),
       resourceLimits: { maxOldGenerationSizeMb: 256, ...this.#options.limits },
     });
     this.#pool.on('error', () => {
