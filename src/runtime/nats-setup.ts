@@ -37,13 +37,15 @@ export async function createNatsTransport(
     ...rest,
     toolModules: toolModules.map((path) => ({ path, sha256: sha256Of(path) })),
   };
-  const [{ connectNats, ensureStreams }, { NatsTransport }] = await Promise.all([
+  const [{ connectNats, ensureStreams, purgeWork }, { NatsTransport }] = await Promise.all([
     import('./wire/nats/nats-link.js'),
     import('./wire/nats/nats-transport.js'),
   ]);
   const link = await connectNats({ url: nats.url, name: `troupe run ${runId}`, env: nats.env });
   try {
     await ensureStreams(link, nats.deadAfterMs ?? 15_000);
+    // A resumed run queues its own spawns: the ones its killed coordinator left are stale.
+    if (nats.resume === true) await purgeWork(link, runId);
   } catch (error) {
     await link.nc.close();
     throw error;

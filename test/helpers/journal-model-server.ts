@@ -25,6 +25,10 @@ export interface JournalModelServer {
   readonly received: number;
   /** Requests whose response was sent whole. */
   readonly finished: number;
+  /** Request numbers (from 1) whose client went away before the whole response was sent (a kill, a cancel). */
+  readonly aborted: ReadonlySet<number>;
+  /** Request numbers (from 1) received and not yet answered whole. */
+  open(): Set<number>;
   /** Called after each chunk is written: request number (from 1), chunk index (from 0), chunks in all. */
   onChunk: ((request: number, chunk: number, of: number) => void) | undefined;
   /** Which agent sent each request, in order (coordinator, clerk, reporter). */
@@ -166,6 +170,8 @@ export async function startJournalModelServer(chunkDelayMs = 8): Promise<Journal
   const apiKey = 'sk-journal-test-0000';
   let received = 0;
   let finished = 0;
+  const aborted = new Set<number>();
+  const open = new Set<number>();
   const agents: string[] = [];
   const state: JournalModelServer = {
     baseURL: '',
@@ -176,11 +182,15 @@ export async function startJournalModelServer(chunkDelayMs = 8): Promise<Journal
     get finished() {
       return finished;
     },
+    aborted,
+    open: () => new Set(open),
     onChunk: undefined,
     agents,
     reset: () => {
       received = 0;
       finished = 0;
+      aborted.clear();
+      open.clear();
       agents.length = 0;
     },
     close: async () => undefined,
@@ -189,6 +199,11 @@ export async function startJournalModelServer(chunkDelayMs = 8): Promise<Journal
     const body = (request.body ?? {}) as Record<string, unknown>;
     received += 1;
     const number = received;
+    open.add(number);
+    response.once('close', () => {
+      open.delete(number);
+      if (!response.writableFinished) aborted.add(number);
+    });
     const { agent, reply } = decide(body);
     agents.push(agent);
     const events = chunks(body, reply);

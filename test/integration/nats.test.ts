@@ -187,14 +187,28 @@ describe.skipIf(natsServerBinary() === undefined)('NATS transport', () => {
     const faultFree = completions(mock);
     expect(faultFree).toBe(actors * STEPS);
 
-    // The same run again, with node-a killed once every actor has a response in its journal,
-    // preferably when every actor waits for the model (a call returns only once it is journaled).
+    // The same run again, with node-a killed while each of its actors is halfway: two responses
+    // in its journal (a call returns only once it is journaled), two calls to go.
     const faulty = await fanOut(mock, actors);
-    await mock.until(() => completions(mock) >= faultFree + 2 * actors);
-    await Promise.race([
-      mock.until(() => mock.inFlight === actors),
-      new Promise((resolve) => setTimeout(resolve, 20_000)),
-    ]);
+    await new Promise<void>((resolve) => {
+      const halfway = (): boolean => {
+        const onA = [...nodeOf(faulty.events)].filter(([, node]) => node === 'node-a');
+        return (
+          onA.length > 0 &&
+          onA.every(
+            ([id]) =>
+              faulty.events.filter(
+                (event) => event.agentId === id && event.type === 'model.response',
+              ).length >= 2,
+          )
+        );
+      };
+      const off = faulty.runtime.bus.onAny((event) => {
+        if (event.type !== 'model.response' || !halfway()) return;
+        off();
+        resolve();
+      });
+    });
     // In flight at the kill: calls waiting for the model, and at most one per other actor
     // between its model's answer and its journal's.
     const inFlight = actors;

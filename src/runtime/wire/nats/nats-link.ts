@@ -179,6 +179,11 @@ export async function ensureStreams(link: NatsLink, deadAfterMs: number): Promis
   );
 }
 
+/** Removes a run's spawns that no node has taken from the work queue. */
+export async function purgeWork(link: NatsLink, runId: string): Promise<void> {
+  await link.jsm.streams.purge(STREAMS.work, { filter: subjects.work(runId) });
+}
+
 // Adds, or falls back when it exists already (another node made it first, or with other settings).
 async function ensure(
   add: () => Promise<unknown>,

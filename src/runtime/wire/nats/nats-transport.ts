@@ -12,7 +12,7 @@ import {
   type WorkerWireItem,
 } from '../protocol.js';
 import type { Transport, TransportHandlers } from '../transport.js';
-import { type NatsLink, STREAMS, subjects } from './nats-link.js';
+import { type NatsLink, purgeWork, STREAMS, subjects } from './nats-link.js';
 import {
   type DownItemInput,
   decode,
@@ -21,6 +21,7 @@ import {
   NodeInfoSchema,
   NodeUpItemSchema,
   type RemoteHostConfig,
+  type Session,
   UpBatchSchema,
   type WorkItemInput,
 } from './node-wire.js';
@@ -85,7 +86,7 @@ export class NatsTransport implements Transport {
   readonly #deadAfterMs: number;
   readonly #reconnectForMs: number;
   /** This coordinator process: a resumed coordinator is another session of the same run. */
-  readonly session = randomBytes(6).toString('hex');
+  readonly session: Session = { id: randomBytes(6).toString('hex'), startedAt: Date.now() };
   readonly #defs = new Map<string, Define>();
   readonly #actors = new Map<string, RemoteActor>();
   readonly #requests = new Map<number, { node: string; requestId: number }>();
@@ -223,19 +224,14 @@ export class NatsTransport implements Transport {
       return;
     }
     // The node stops the thread the actor hangs in; its actors' ends come back as results.
-    this.#down(actor.owner, {
-      type: 'node.drop',
-      actorId: actor.start.actorId,
-      reason,
-      kill: true,
-    });
+    this.#down(actor.owner, { ...this.#placement(actor), type: 'node.drop', reason, kill: true });
   }
 
   async close(graceMs: number): Promise<void> {
     if (this.#closing) return;
     this.#closing = true;
     clearInterval(this.#tick);
-    const { nc, jsm } = this.#link;
+    const { nc } = this.#link;
     const nodes = new Set([...this.#out.keys(), ...this.#heard.keys()]);
     for (const node of nodes) this.#down(node, { type: 'node.run_closed' });
     for (const batcher of this.#out.values()) batcher.close();
@@ -244,7 +240,7 @@ export class NatsTransport implements Transport {
       const cleanup = (async () => {
         await nc.flush();
         // Spawns nobody took are the run's own: they go with it.
-        await jsm.streams.purge(STREAMS.work, { filter: subjects.work(this.#runId) });
+        await purgeWork(this.#link, this.#runId);
       })().catch(() => undefined);
       await withTimeout(cleanup, graceMs);
       await withTimeout(
@@ -306,7 +302,7 @@ export class NatsTransport implements Transport {
       this.#actors.get(start.actorId) === actor && actor.generation === generation;
     this.#link.js
       .publish(subjects.work(this.#runId), encode(work), {
-        msgID: `${this.session}.${start.actorId}.${start.attempt}.${generation}`,
+        msgID: `${this.session.id}.${start.actorId}.${start.attempt}.${generation}`,
       })
       .then(
         (ack) => {
@@ -452,18 +448,28 @@ export class NatsTransport implements Transport {
 
   #claim(
     node: string,
-    claim: { actorId: string; attempt: number; generation: number; replayed: number },
+    claim: {
+      actorId: string;
+      attempt: number;
+      generation: number;
+      session: string;
+      replayed: number;
+    },
     out: WorkerWireItem[],
   ): void {
     const actor = this.#actors.get(claim.actorId);
     if (
       actor === undefined ||
+      claim.session !== this.session.id ||
       actor.start.attempt !== claim.attempt ||
       actor.generation !== claim.generation
     ) {
       this.#down(node, {
         type: 'node.drop',
         actorId: claim.actorId,
+        attempt: claim.attempt,
+        generation: claim.generation,
+        session: claim.session,
         reason: 'the attempt is over',
         done: true,
       });
@@ -473,8 +479,8 @@ export class NatsTransport implements Transport {
     if (previous === node) return;
     if (previous !== undefined) {
       this.#down(previous, {
+        ...this.#placement(actor),
         type: 'node.drop',
-        actorId: claim.actorId,
         reason: `it runs on ${node} now`,
       });
     }
@@ -490,6 +496,21 @@ export class NatsTransport implements Transport {
           : `continues on node ${node}; ${claim.replayed} model responses replayed from its journal`,
       ),
     );
+  }
+
+  // Which spawn of the actor a node.drop means: a node drops only that one, never a later one it took since.
+  #placement(actor: RemoteActor): {
+    actorId: string;
+    attempt: number;
+    generation: number;
+    session: string;
+  } {
+    return {
+      actorId: actor.start.actorId,
+      attempt: actor.start.attempt,
+      generation: actor.generation,
+      session: this.session.id,
+    };
   }
 
   #progress(actor: RemoteActor, note: string): WorkerWireItem {
@@ -531,8 +552,8 @@ export class NatsTransport implements Transport {
         const heard = this.#heard.get(owner) ?? 0;
         if (!late && now - heard > this.#deadAfterMs) {
           this.#down(owner, {
+            ...this.#placement(actor),
             type: 'node.drop',
-            actorId: actor.start.actorId,
             reason: 'its node went silent',
           });
           this.#requeue(actor);

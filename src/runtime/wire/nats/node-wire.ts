@@ -18,7 +18,15 @@ import {
  */
 
 /** The version of this wire; a node refuses work of another one with an error that says so. */
-export const NATS_WIRE_VERSION = 1;
+export const NATS_WIRE_VERSION = 2;
+
+/**
+ * One coordinator process of a run. A resumed coordinator is a new session
+ * of the same run; the later `startedAt` wins, so work and heartbeats of the
+ * session it replaced are recognised as stale wherever they arrive late.
+ */
+export const SessionSchema = z.object({ id: z.string(), startedAt: z.number() });
+export type Session = z.infer<typeof SessionSchema>;
 
 /** A user tool module a node must load: its path and the sha256 of its content. */
 export const ToolModuleRefSchema = z.object({ path: z.string(), sha256: z.string() });
@@ -40,7 +48,7 @@ export const WorkItemSchema = z.object({
   wire: z.number().int(),
   runId: z.string(),
   /** The coordinator process that queued it; a resumed coordinator is a new session. */
-  session: z.string(),
+  session: SessionSchema,
   config: RemoteHostConfigSchema,
   roleKey: z.string(),
   role: RoleSpecSchema,
@@ -63,6 +71,8 @@ export const NodeUpItemSchema = z.discriminatedUnion('type', [
     actorId: z.string(),
     attempt: z.number().int().positive(),
     generation: z.number().int().nonnegative(),
+    /** The session whose spawn it took (a claim of a replaced coordinator's spawn is refused). */
+    session: z.string(),
     replayed: z.number().int().nonnegative(),
   }),
 ]);
@@ -77,6 +87,10 @@ export const NodeDownItemSchema = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('node.drop'),
     actorId: z.string(),
+    /** The spawn meant (attempt, generation, session): a later spawn of the actor is left alone. */
+    attempt: z.number().int().positive(),
+    generation: z.number().int().nonnegative(),
+    session: z.string(),
     reason: z.string(),
     /** Stop the thread it runs in (it ignored its cancel); the thread's actors end as lost. */
     kill: z.boolean().optional(),
@@ -112,7 +126,7 @@ export const NodeInfoSchema = z.object({
 export type NodeInfo = z.infer<typeof NodeInfoSchema>;
 
 /** The coordinator's heartbeat on `troupe.run.<runId>.beat`: nodes drop a run whose coordinator is silent. */
-export const BeatSchema = z.object({ session: z.string() });
+export const BeatSchema = z.object({ session: SessionSchema });
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();

@@ -22,6 +22,7 @@ import {
   JournalSchema,
   NATS_WIRE_VERSION,
   type NodeInfo,
+  type Session,
   type WorkItem,
   WorkItemSchema,
 } from './node-wire.js';
@@ -70,10 +71,17 @@ interface NodeActor {
 // The node's share of one run: a thread pool built from the run's config and the actors on it.
 interface NodeRun {
   runId: string;
-  session: string;
+  /** The coordinator session whose actors it hosts; a later one (a resumed coordinator) replaces it. */
+  session: Session;
   transport: LocalTransport;
   hosts: Map<number, { load: number; defined: Set<string> }>;
+  /** The current spawn of each actor id (running, waiting for a thread, or just dropped). */
   actors: Map<string, NodeActor>;
+  /**
+   * Dropped actors still in a thread until their result comes back: a later
+   * spawn with the same id waits for that, since a thread hosts an id once.
+   */
+  ending: Map<string, NodeActor>;
   waiting: NodeActor[];
   requests: Map<number, { hostId: number; requestId: number }>;
   requestsBack: Map<string, number>;
@@ -172,7 +180,7 @@ export class WorkerNode {
       if (status.type === 'disconnect') {
         this.#disconnected = true;
         for (const run of this.#runs.values()) {
-          for (const actor of run.actors.values()) {
+          for (const actor of [...run.actors.values()]) {
             if (actor.dropped) continue;
             this.#drop(actor, 'the node lost its connection to NATS');
             handBack.push(actor.msg);
@@ -204,7 +212,7 @@ export class WorkerNode {
     const deadline = Date.now() + graceMs;
     while (this.#held > 0 && Date.now() < deadline) await delay(100);
     for (const run of [...this.#runs.values()]) {
-      for (const actor of run.actors.values()) {
+      for (const actor of [...run.actors.values()]) {
         if (actor.dropped) continue;
         this.#drop(actor, 'the node is shutting down');
         // Handed back at once, not after the ack wait: another node takes it now.
@@ -256,12 +264,19 @@ export class WorkerNode {
       return;
     }
     const run = this.#runOf(work);
+    if (run === undefined) {
+      // A spawn of a coordinator session a resumed one replaced: nobody waits for it.
+      msg.term();
+      return;
+    }
     const actorId = work.start.actorId;
     const existing = run.actors.get(actorId);
-    if (existing !== undefined && !existing.dropped) {
+    if (existing !== undefined && !existing.dropped && sameSpawn(existing.work, work)) {
       // Redelivered to the node that has it (the ack wait passed while it was busy): keep the one running.
       return;
     }
+    // An older spawn of the actor is still here (its drop is on the way): this one replaces it.
+    if (existing !== undefined) this.#drop(existing, 'a later spawn of it came');
     const actor: NodeActor = {
       actorId,
       work,
@@ -309,6 +324,18 @@ export class WorkerNode {
     this.#claim(actor, actor.journal.length);
     run.waiting.push(actor);
     this.#place(run);
+  }
+
+  // Its coordinator was replaced (a resumed session): what the old one left here is garbage now.
+  #replaceSession(run: NodeRun, session: Session): void {
+    for (const actor of [...run.actors.values()]) {
+      if (actor.dropped) continue;
+      this.#drop(actor, 'its coordinator was replaced');
+      actor.msg.term();
+    }
+    run.session = session;
+    run.lastBeat = Date.now();
+    this.#log(`run ${run.runId}: a resumed coordinator took over; the old one's actors stopped`);
   }
 
   // Why this node cannot host the work, if it cannot: another wire version or other tool code.
@@ -360,21 +387,17 @@ export class WorkerNode {
       actorId: actor.actorId,
       attempt: actor.work.start.attempt,
       generation: actor.work.generation,
+      session: actor.work.session.id,
       replayed,
     });
   }
 
-  #runOf(work: WorkItem): NodeRun {
+  // The node's share of the work's run, set up on first use; undefined for a replaced session's work.
+  #runOf(work: WorkItem): NodeRun | undefined {
     const run = this.#runs.get(work.runId);
-    if (run !== undefined && run.session !== work.session) {
-      // A resumed coordinator: what the old one left here is garbage now.
-      for (const actor of run.actors.values()) {
-        if (actor.dropped) continue;
-        this.#drop(actor, 'its coordinator was replaced');
-        actor.msg.term();
-      }
-      run.session = work.session;
-      run.lastBeat = Date.now();
+    if (run !== undefined && run.session.id !== work.session.id) {
+      if (work.session.startedAt < run.session.startedAt) return undefined;
+      this.#replaceSession(run, work.session);
     }
     if (run !== undefined) return run;
     const config = work.config;
@@ -402,6 +425,7 @@ export class WorkerNode {
       transport,
       hosts: new Map(),
       actors: new Map(),
+      ending: new Map(),
       waiting: [],
       requests: new Map(),
       requestsBack: new Map(),
@@ -431,9 +455,25 @@ export class WorkerNode {
     return created;
   }
 
-  // Starts waiting actors on the least-loaded threads.
+  // Starts waiting actors on the least-loaded threads (an actor whose older spawn is ending waits for it).
   #place(run: NodeRun): void {
+    const blocked: NodeActor[] = [];
+    this.#placeFree(run, blocked);
+    run.waiting.unshift(...blocked);
+  }
+
+  #placeFree(run: NodeRun, blocked: NodeActor[]): void {
     while (run.waiting.length > 0) {
+      const next = run.waiting[0] as NodeActor;
+      if (next.dropped) {
+        run.waiting.shift();
+        continue;
+      }
+      if (run.ending.has(next.actorId)) {
+        blocked.push(next);
+        run.waiting.shift();
+        continue;
+      }
       let best: number | undefined;
       let bestLoad = Number.POSITIVE_INFINITY;
       for (const hostId of run.transport.hosts()) {
@@ -444,9 +484,8 @@ export class WorkerNode {
         }
       }
       if (best === undefined) return;
-      const actor = run.waiting.shift() as NodeActor;
-      if (actor.dropped) continue;
-      this.#startOn(actor, best);
+      run.waiting.shift();
+      this.#startOn(next, best);
     }
   }
 
@@ -475,9 +514,14 @@ export class WorkerNode {
   }
 
   #fromHost(run: NodeRun, hostId: number, items: readonly WorkerWireItem[]): void {
+    // The actor an item of this thread belongs to, while it counts (not dropped, and not an ending one's).
+    const live = (actorId: string): NodeActor | undefined => {
+      const actor = run.actors.get(actorId);
+      return actor !== undefined && !actor.dropped && actor.hostId === hostId ? actor : undefined;
+    };
     for (const item of items) {
       if (isWireEvent(item)) {
-        if (run.actors.get(item.agentId)?.dropped === false) run.up.push(item);
+        if (live(item.agentId) !== undefined) run.up.push(item);
         continue;
       }
       switch (item.type) {
@@ -487,7 +531,7 @@ export class WorkerNode {
           run.up.push(item);
           break;
         case 'journal.record': {
-          const actor = run.actors.get(item.actorId);
+          const actor = live(item.actorId);
           const stored = (): void =>
             run.transport.send(hostId, {
               type: 'journal.stored',
@@ -495,7 +539,7 @@ export class WorkerNode {
               step: item.step,
             });
           // The call returns once its response is stored (or when there is nothing to store it for).
-          if (actor === undefined || actor.dropped || item.step !== actor.journal.length + 1) {
+          if (actor === undefined || item.step !== actor.journal.length + 1) {
             stored();
             break;
           }
@@ -504,8 +548,13 @@ export class WorkerNode {
           break;
         }
         case 'actor.result': {
+          const ending = run.ending.get(item.actorId);
+          if (ending?.hostId === hostId) {
+            this.#ended(ending);
+            break;
+          }
           const actor = run.actors.get(item.actorId);
-          if (actor === undefined) break;
+          if (actor?.hostId !== hostId) break;
           this.#finish(actor, item.outcome);
           break;
         }
@@ -515,7 +564,7 @@ export class WorkerNode {
         case 'child.requested':
         case 'tool.requested':
         case 'journal.intent': {
-          if (run.actors.get(item.actorId)?.dropped !== false) break;
+          if (live(item.actorId) === undefined) break;
           // Ids are per thread; the coordinator sees this node's, unique across its threads.
           const requestId = nextRequestId(run);
           run.requests.set(requestId, { hostId, requestId: item.requestId });
@@ -531,7 +580,7 @@ export class WorkerNode {
         case 'actor.turn':
         case 'mailbox.consumed':
         case 'journal.entry':
-          if (run.actors.get(item.actorId)?.dropped === false) run.up.push(item);
+          if (live(item.actorId) !== undefined) run.up.push(item);
           break;
       }
     }
@@ -581,19 +630,30 @@ export class WorkerNode {
     if (actor.dropped) return;
     actor.dropped = true;
     const { run } = actor;
+    if (run.actors.get(actor.actorId) === actor) run.actors.delete(actor.actorId);
     if (actor.hostId === undefined) {
       // Not started yet (its journal is being read, or no thread is up): it ends here.
-      run.actors.delete(actor.actorId);
       this.#held -= 1;
       this.#slotFreed?.();
       return;
     }
+    // In its thread until its result comes back (#ended).
+    run.ending.set(actor.actorId, actor);
     if (kill) run.transport.terminate(actor.hostId, reason);
     else run.transport.send(actor.hostId, { type: 'actor.cancel', actorId: actor.actorId, reason });
   }
 
+  // A dropped actor's thread let it go: its slot is free, and a later spawn of it can start.
+  #ended(actor: NodeActor): void {
+    const { run } = actor;
+    if (run.ending.get(actor.actorId) === actor) run.ending.delete(actor.actorId);
+    this.#release(actor);
+    this.#place(run);
+  }
+
   #hostDown(run: NodeRun, hostId: number, error: TroupeError): void {
     run.hosts.delete(hostId);
+    for (const actor of [...run.ending.values()]) if (actor.hostId === hostId) this.#ended(actor);
     for (const actor of [...run.actors.values()]) {
       if (actor.hostId === hostId) this.#finish(actor, lost(error));
     }
@@ -617,13 +677,20 @@ export class WorkerNode {
     switch (item.type) {
       case 'node.drop': {
         const actor = run.actors.get(item.actorId);
-        if (actor === undefined) return;
+        if (
+          actor === undefined ||
+          actor.work.start.attempt !== item.attempt ||
+          actor.work.generation !== item.generation ||
+          actor.work.session.id !== item.session
+        ) {
+          return;
+        }
         if (item.done === true) actor.msg.term();
         this.#drop(actor, item.reason, item.kill === true);
         return;
       }
       case 'node.run_closed':
-        for (const actor of run.actors.values()) {
+        for (const actor of [...run.actors.values()]) {
           if (actor.dropped) continue;
           this.#drop(actor, 'the run is closed');
           actor.msg.term();
@@ -681,13 +748,16 @@ export class WorkerNode {
     const runId = msg.subject.split('.')[2] ?? '';
     const run = this.#runs.get(runId);
     if (run === undefined) return;
+    let session: Session;
     try {
-      if (decode(msg.data, BeatSchema, 'A coordinator heartbeat').session === run.session) {
-        run.lastBeat = Date.now();
-      }
+      session = decode(msg.data, BeatSchema, 'A coordinator heartbeat').session;
     } catch {
       // A malformed heartbeat keeps nothing alive.
+      return;
     }
+    if (session.id === run.session.id) run.lastBeat = Date.now();
+    // A resumed coordinator beats from its start: the old one's actors stop before the new one's spawns come.
+    else if (session.startedAt > run.session.startedAt) this.#replaceSession(run, session);
   }
 
   #onTick(): void {
@@ -700,7 +770,7 @@ export class WorkerNode {
       if (!late && !this.#disconnected && now - run.lastBeat > this.#deadAfterMs) {
         // The coordinator is gone: stop paying for its actors. A resumed one queues them again.
         this.#log(`run ${run.runId}: its coordinator is silent; stopping its actors`);
-        for (const actor of run.actors.values()) {
+        for (const actor of [...run.actors.values()]) {
           if (actor.dropped) continue;
           this.#drop(actor, 'its coordinator is gone');
           actor.msg.term();
@@ -741,4 +811,13 @@ function lost(error: TroupeError): ActorOutcome {
 
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+// The same spawn of an actor (delivered again), not a later one.
+function sameSpawn(a: WorkItem, b: WorkItem): boolean {
+  return (
+    a.session.id === b.session.id &&
+    a.start.attempt === b.start.attempt &&
+    a.generation === b.generation
+  );
 }
