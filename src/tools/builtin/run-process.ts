@@ -17,7 +17,12 @@ import {
   SYSTEM_BIN_DIRS,
 } from '../os-sandbox.js';
 import { createExecCgroup, type ExecCgroup } from '../pids-cgroup.js';
-import { guardProtectedPaths } from '../protected-paths.js';
+import {
+  ALLOW_PROTECTED_FLAG,
+  guardProtectedPaths,
+  type ProtectedGuard,
+  type SweepResult,
+} from '../protected-paths.js';
 import { isInside } from '../sandbox.js';
 import { scrubEnv } from '../scrub-env.js';
 import type { ToolContext } from '../tool.js';
@@ -86,6 +91,8 @@ export interface ProcessResult {
   timedOut: boolean;
   /** True when output passed `maxOutputBytes` and the process was stopped. */
   outputCapped: boolean;
+  /** Protected entries the sandboxed program created, found and removed after it ended. */
+  protectedSweep?: SweepResult | undefined;
 }
 
 /**
@@ -356,12 +363,13 @@ export async function prepareExec(
   const node = egress ? (resolveProgram('node', env, request.workspace) ?? process.execPath) : '';
   const nodeFolder = egress ? programMount(node) : undefined;
   return async () => {
-    const guard =
+    const guard: ProtectedGuard =
       context.sandbox?.allowProtectedWrites === true
-        ? { paths: [], release: async () => undefined }
+        ? { paths: [], sweep: async () => ({ removed: [], failed: [] }), release: async () => {} }
         : await guardProtectedPaths(writable);
     let proxy: EgressProxy | undefined;
     let cgroup: ExecCgroup | undefined;
+    let swept = false;
     try {
       // With the network tier, the program's only way out is troupe's filtering proxy.
       if (egress) {
@@ -408,16 +416,25 @@ export async function prepareExec(
       });
       // bwrap itself gets the scrubbed environment too: inside the sandbox it is PID 1,
       // and its /proc/1/environ is readable by the child.
-      return await runProcess({
+      const result = await runProcess({
         ...common,
         file: sandbox.bwrapPath,
         args,
         env,
         ...(cgroup === undefined ? {} : { cgroup }),
       });
+      // Everything in the sandbox has ended: what it created below the read-only mounts
+      // (a protected entry deeper than the root of a writable folder) is found and removed.
+      swept = true;
+      const protectedSweep = await guard.sweep();
+      return protectedSweep.removed.length + protectedSweep.failed.length === 0
+        ? result
+        : { ...result, protectedSweep };
     } finally {
       cgroup?.release();
       await proxy?.close();
+      // Also when the call was cancelled or could not start: nothing planted may stay.
+      if (!swept) await guard.sweep().catch(() => undefined);
       await guard.release();
     }
   };
@@ -471,6 +488,25 @@ export function limitReason(result: ProcessResult, limits: ExecLimits): string |
   return undefined;
 }
 
+/** What the model is told about protected entries its program created, or undefined. */
+function describeSweep(sweep: SweepResult | undefined): string | undefined {
+  if (sweep === undefined || sweep.removed.length + sweep.failed.length === 0) return undefined;
+  const parts: string[] = [];
+  if (sweep.removed.length > 0) {
+    const names = sweep.removed.map((item) => `${item.relative} (${item.entry.reason})`);
+    parts.push(
+      `it created protected paths, which troupe removed again: ${names.join('; ')}. Files that other programs run on their own are read-only to the exec tools; leave them unchanged and tell the user what you would change (the user can rerun with ${ALLOW_PROTECTED_FLAG}).`,
+    );
+  }
+  if (sweep.failed.length > 0) {
+    const names = sweep.failed.map((item) => `${item.relative}: ${item.error}`);
+    parts.push(
+      `troupe could not remove protected paths it created: ${names.join('; ')}. Tell the user to check them before running git or opening the folder.`,
+    );
+  }
+  return parts.join(' ');
+}
+
 /** Renders a finished process for the model; throws for failures (non-zero exit, timeout). */
 export function describeProcessResult(
   commandLine: string,
@@ -487,6 +523,17 @@ export function describeProcessResult(
     );
   }
   const body = sections.join('\n\n') || '(no output)';
+  const planted = describeSweep(result.protectedSweep);
+  if (planted !== undefined) {
+    const how = result.timedOut
+      ? `did not finish within ${timeoutMs} ms and was killed`
+      : result.exitCode === null
+        ? `was killed by ${result.signalName}`
+        : `exited with code ${result.exitCode}`;
+    throw new TroupeError('tool.refused', `${commandLine} ${how}, and ${planted}\n${body}`, {
+      details: { protectedPaths: result.protectedSweep },
+    });
+  }
   if (result.timedOut) {
     throw new TroupeError(
       'tool.timeout',
