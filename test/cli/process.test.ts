@@ -98,6 +98,8 @@ describe('troupe (child process, offline model)', () => {
       corpus,
       '--out',
       out,
+      '--threads',
+      '1',
       '--json',
     ]);
     expect(result.code, result.stderr).toBe(0);
@@ -205,11 +207,17 @@ describe('troupe (child process, offline model)', () => {
   });
 
   /**
-   * Starts a slow run, kills it with SIGKILL at the first event `killAt`
-   * accepts, resumes it with --json, and returns both attempts' events and
-   * the ids of the sub-agents whose results the first attempt stored.
+   * Starts a run whose `slowRole` waits a minute for each model answer (every
+   * other call is answered at once), kills it with SIGKILL at the first event
+   * `killAt` accepts, resumes it with --json, and returns both attempts'
+   * events and the ids of the sub-agents whose results the first attempt
+   * stored. The slow role holds the run at the moment to kill, however far
+   * this process's reading of the trace lags behind the run.
    */
-  async function killAndResume(killAt: (event: AgentEvent) => boolean): Promise<{
+  async function killAndResume(
+    slowRole: string,
+    killAt: (event: AgentEvent) => boolean,
+  ): Promise<{
     runDir: string;
     first: AgentEvent[];
     stored: Set<string>;
@@ -217,28 +225,52 @@ describe('troupe (child process, offline model)', () => {
     events: AgentEvent[];
   }> {
     const out = outDir();
-    // Each offline model call waits, so the run is still going when it is killed.
-    const env = cleanEnv({ TROUPE_OFFLINE_DELAY_MS: '300' });
+    const env = cleanEnv({ TROUPE_OFFLINE_DELAY_MS: `${slowRole}=60000` });
     const child = spawn(
       process.execPath,
-      [bin, 'run', TASK, '--provider', 'offline', '--workspace', corpus, '--out', out, '--quiet'],
-      { env, cwd: root, stdio: 'ignore' },
+      [
+        bin,
+        'run',
+        TASK,
+        '--provider',
+        'offline',
+        '--workspace',
+        corpus,
+        '--out',
+        out,
+        '--threads',
+        '1',
+        '--quiet',
+      ],
+      { env, cwd: root, stdio: ['ignore', 'ignore', 'pipe'] },
     );
-    const done = exited(child);
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    // A run that ends before the moment to kill stops the wait (and fails the test below).
+    const ended = new AbortController();
+    const done = exited(child).then(() => ended.abort());
     let runId: string | undefined;
-    while (runId === undefined) {
+    while (runId === undefined && !ended.signal.aborted) {
       runId = readdirSync(out)[0];
-      if (runId === undefined) await new Promise((resolve) => setImmediate(resolve));
+      if (runId === undefined) await new Promise((resolve) => setTimeout(resolve, 20));
     }
+    if (runId === undefined) throw new Error(`the run ended before it made its folder: ${stderr}`);
     const runDir = join(out, runId);
     const tracePath = join(runDir, 'trace.jsonl');
-    for await (const event of followTrace(tracePath, { pollIntervalMs: 20 })) {
+    let killed = false;
+    for await (const event of followTrace(tracePath, {
+      pollIntervalMs: 20,
+      signal: ended.signal,
+    })) {
       if (killAt(event)) {
-        child.kill('SIGKILL');
+        killed = child.kill('SIGKILL');
         break;
       }
     }
     await done;
+    expect(killed, `the run ended before the moment to kill it: ${stderr}`).toBe(true);
     const first = readTrace(tracePath).events;
     expect(first.some((event) => event.type === 'run.finished')).toBe(false);
     const resultsDir = join(runDir, 'results');
@@ -264,6 +296,8 @@ describe('troupe (child process, offline model)', () => {
       corpus,
       '--out',
       out,
+      '--threads',
+      '1',
       '--json',
     ]);
     expect(resumed.code, resumed.stderr).toBe(0);
@@ -279,22 +313,31 @@ describe('troupe (child process, offline model)', () => {
   }
 
   it('re-runs only the reporter when a run killed with SIGKILL after the analyst finished is resumed', async () => {
-    // Killed once the analyst has finished (after every researcher), while the reporter is still to come.
-    const { runDir, first, events } = await killAndResume(
+    // Killed once the analyst has finished (after every researcher), while the reporter waits for its model.
+    const { runDir, first, stored, events } = await killAndResume(
+      'reporter',
       (event) => event.type === 'agent.finished' && event.agentId === 'analyst-1',
     );
     expect(
       spawnedIds(first)
-        .filter((id) => id !== 'coordinator')
+        .filter((id) => id !== 'coordinator' && id !== 'reporter-1')
         .sort(),
     ).toEqual(['analyst-1', 'researcher-1', 'researcher-2', 'researcher-3', 'researcher-4']);
+    expect([...stored].sort()).toEqual([
+      'analyst-1',
+      'researcher-1',
+      'researcher-2',
+      'researcher-3',
+      'researcher-4',
+    ]);
     expect(spawnedIds(events)).toEqual(['coordinator', 'reporter-1']);
     expect(readFileSync(join(runDir, 'report.md'), 'utf8')).toContain('Figures side by side');
   });
 
   it('re-runs only unfinished agents and keeps every finding when a run killed with SIGKILL before the analyst finished is resumed', async () => {
-    // Killed as the first researcher finishes: the analyst has not, and cannot have, finished.
+    // Killed as the first researcher finishes: the analyst, waiting for its model, cannot have finished.
     const { runDir, first, stored, events } = await killAndResume(
+      'analyst',
       (event) =>
         event.type === 'agent.finished' &&
         event.role === 'researcher' &&

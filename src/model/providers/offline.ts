@@ -14,8 +14,26 @@ import { chat, coordinator, reporter } from './offline-roles.js';
 /** The model name every offline response reports. */
 export const OFFLINE_MODEL_NAME = 'offline-heuristic';
 
-/** Environment variable: a pause before each offline answer, in milliseconds (default 0). */
+/**
+ * Environment variable: a pause before each offline answer, in milliseconds
+ * (default 0). `300` pauses every call; `reporter=60000,300` pauses the
+ * reporter's calls 60 s and every other call 300 ms. Each pause is capped at 60 s.
+ */
 export const OFFLINE_DELAY_ENV = 'TROUPE_OFFLINE_DELAY_MS';
+
+const MAX_DELAY_MS = 60_000;
+
+/** The pause for each role ('' for any role not named), from OFFLINE_DELAY_ENV's text. */
+function parseDelays(text: string | undefined): Map<string, number> {
+  const delays = new Map<string, number>();
+  for (const entry of (text ?? '').split(',')) {
+    const [role, value] = entry.includes('=') ? entry.split('=', 2) : ['', entry];
+    const ms = Number.parseInt(value ?? '', 10);
+    if (Number.isFinite(ms))
+      delays.set((role ?? '').trim(), Math.min(Math.max(ms, 0), MAX_DELAY_MS));
+  }
+  return delays;
+}
 
 /**
  * troupe's built-in heuristic model: no key, no network, deterministic. It is
@@ -33,7 +51,7 @@ export const OFFLINE_DELAY_ENV = 'TROUPE_OFFLINE_DELAY_MS';
  */
 export class OfflineModel implements Model {
   readonly spec: ModelSpec;
-  readonly #delayMs: number;
+  readonly #delays: Map<string, number>;
 
   /** `seed` is kept in the spec for compatibility; answers depend on the request alone. */
   constructor(options: { seed?: number | undefined } = {}, env: NodeJS.ProcessEnv = process.env) {
@@ -41,12 +59,12 @@ export class OfflineModel implements Model {
       options.seed === undefined
         ? { provider: 'offline' }
         : { provider: 'offline', seed: options.seed };
-    const delay = Number.parseInt(env[OFFLINE_DELAY_ENV] ?? '', 10);
-    this.#delayMs = Number.isFinite(delay) ? Math.min(Math.max(delay, 0), 60_000) : 0;
+    this.#delays = parseDelays(env[OFFLINE_DELAY_ENV]);
   }
 
   async complete(request: ModelRequest, options: ModelCallOptions = {}): Promise<ModelResponse> {
-    await sleep(this.#delayMs, options.signal);
+    const role = request.caller?.role ?? '';
+    await sleep(this.#delays.get(role) ?? this.#delays.get('') ?? 0, options.signal);
     return toResponse(decideOffline(request), request);
   }
 

@@ -326,6 +326,29 @@ describe('OfflineModel', () => {
     expect(parts.filter((part) => part.type === 'text-delta').length).toBeGreaterThan(1);
   });
 
+  it('pauses only the roles named in the delay variable when it lists roles', async () => {
+    const model = new OfflineModel({}, { [OFFLINE_DELAY_ENV]: 'reporter=60000,0' });
+    const controller = new AbortController();
+    let settled = false;
+    const slow = model
+      .complete(
+        { messages: [{ role: 'user', content: 'hi' }], caller: { name: 'r', role: 'reporter' } },
+        { signal: controller.signal },
+      )
+      .finally(() => {
+        settled = true;
+      });
+    // Another role's call is answered at once while the reporter's still waits.
+    const quick = await model.complete({
+      messages: [{ role: 'user', content: 'hi' }],
+      caller: { name: 'a', role: 'analyst' },
+    });
+    expect(quick.content.length).toBeGreaterThan(0);
+    expect(settled).toBe(false);
+    controller.abort();
+    await expect(slow).rejects.toMatchObject({ code: 'cancelled' });
+  });
+
   it('rejects with code cancelled when the signal is already aborted', async () => {
     const model = new OfflineModel({}, { [OFFLINE_DELAY_ENV]: '50' });
     const controller = new AbortController();
