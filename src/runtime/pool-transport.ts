@@ -2,7 +2,7 @@ import { availableParallelism } from 'node:os';
 import type { RuntimeOptions } from './runtime-options.js';
 import { LocalTransport } from './wire/local-transport.js';
 import type { HostConfig } from './wire/protocol.js';
-import { ToolPool } from './wire/tool-pool.js';
+import { type ToolLaneLinks, ToolPool } from './wire/tool-pool.js';
 
 /**
  * The transport a runtime uses when given none: a LocalTransport (piscina
@@ -47,10 +47,15 @@ export function isolatesTools(options: RuntimeOptions): boolean {
  * The pool user tool code runs on, apart from the actors: 2 threads by
  * default, each with a 256 MiB old generation, a per-call timeout and a
  * watchdog that stops a thread whose heartbeat stops (docs/ARCHITECTURE.md,
- * "Failure model").
+ * "Failure model"). With `lanes`, actor threads call its threads directly.
  */
-export function createToolPool(runId: string, options: RuntimeOptions): ToolPool {
+export function createToolPool(
+  runId: string,
+  options: RuntimeOptions,
+  lanes?: ToolLaneLinks | undefined,
+): ToolPool {
   return new ToolPool({
+    lanes,
     threads: options.toolThreads ?? 2,
     timeoutMs: options.toolTimeoutMs,
     blockedMs: options.blockedThreadMs,

@@ -28,7 +28,7 @@ import type { BudgetCrossing } from './budget/tree-budget.js';
 import { UsageLedger, type UsageTotals } from './budget/usage-ledger.js';
 import { Mailbox } from './messaging/mailbox.js';
 import { Router } from './messaging/router.js';
-import { createPoolTransport, createToolPool } from './pool-transport.js';
+import { createPoolTransport, createToolPool, isolatesTools } from './pool-transport.js';
 import type { Journal } from './resume/journal.js';
 import { ResultStore } from './resume/result-store.js';
 import { SpawnKeys } from './resume/spawn-keys.js';
@@ -112,7 +112,13 @@ export class Runtime {
         items: (hostId, items) => this.#link.items(hostId, items),
         hostDown: (hostId, error) => {
           this.#link.hostDown(hostId);
+          this.#toolPool?.hostDown(hostId);
           this.#lifecycle.hostDown(hostId, error);
+        },
+        hostUp: (hostId) => {
+          // With user tools on the pool, its threads start with the first host, so lanes are open before the first call.
+          if (isolatesTools(options)) this.#pooled().start();
+          this.#toolPool?.hostUp(hostId);
         },
         error: (error, fatal) => this.#onTransportError(error, fatal),
         closedFor: (actorId) => this.#router.closedFor(actorId),
@@ -150,10 +156,7 @@ export class Runtime {
       delegate: (actorId, input) => runDelegation(this.#children, actorId, input),
       child: (actorId, request) => this.#children.answer(actorId, request),
       emit: (agentId, payload) => this.#emit(agentId, payload),
-      toolCall: (request, hooks) => {
-        this.#toolPool ??= createToolPool(this.runId, options);
-        return this.#toolPool.call(request, hooks);
-      },
+      toolCall: (request, hooks) => this.#pooled().call(request, hooks),
       journal: (actorId, entry) => {
         const key = this.#table.get(actorId)?.key;
         if (key !== undefined) this.#journal?.append(key, entry);
@@ -208,6 +211,21 @@ export class Runtime {
       this.bus.adopt(checkEvent(event));
     },
   };
+
+  // The tool pool, built on first use; local hosts get direct lanes to its threads.
+  #pooled(): ToolPool {
+    this.#toolPool ??= createToolPool(this.runId, this.#options, {
+      hosts: () => this.#scheduler.hosts(),
+      open: (hostId, lane) =>
+        this.#scheduler.sendPorts(
+          hostId,
+          { type: 'tool.lane', thread: lane.thread, port: lane.port, state: lane.state },
+          [lane.port],
+        ),
+      down: (hostId, item) => this.#scheduler.reply(hostId, item),
+    });
+    return this.#toolPool;
+  }
 
   /** The run's journal, when it keeps one. */
   get journal(): Journal | undefined {

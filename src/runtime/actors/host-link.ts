@@ -166,7 +166,13 @@ export class HostLink {
     const record = this.#deps.table.get(item.actorId);
     const approve = this.#deps.approve;
     entry.handle = toolCall(
-      { tool: item.tool, input: item.input, agentId: item.actorId, role: record?.role.name },
+      {
+        tool: item.tool,
+        input: item.input,
+        agentId: item.actorId,
+        role: record?.role.name,
+        solo: item.solo,
+      },
       {
         progress: (note) => {
           if (entry.notes.length === 0) setImmediate(flush);

@@ -1,3 +1,4 @@
+import type { MessagePort } from 'node:worker_threads';
 import type { JournalEntry } from '../../agent/journal.js';
 import type { TroupeError } from '../../errors.js';
 import type { ModelSpec } from '../../model/model.js';
@@ -10,6 +11,8 @@ import type { ActorRecord } from './actor.js';
 export interface SchedulerEvents {
   items(hostId: number, items: WorkerWireItem[]): void;
   hostDown(hostId: number, error: TroupeError): void;
+  /** A host is up (optional). */
+  hostUp?(hostId: number): void;
   error(error: TroupeError, fatal: boolean): void;
   /** Channels already closed for an actor (a (re)started attempt is told again). */
   closedFor(actorId: string): readonly string[];
@@ -73,6 +76,7 @@ export class Scheduler {
         },
         hostUp: (hostId) => {
           this.#load.set(hostId, 0);
+          this.#events.hostUp?.(hostId);
           this.pump();
         },
         error: (error, fatal) => this.#events.error(error, fatal),
@@ -105,6 +109,16 @@ export class Scheduler {
   /** Answers a host directly (replies to its requests). */
   reply(hostId: number, item: MainToWorkerInput): void {
     this.#transport.send(hostId, item);
+  }
+
+  /** Live hosts. */
+  hosts(): readonly number[] {
+    return this.#started ? this.#transport.hosts() : [];
+  }
+
+  /** Sends an item carrying ports to a host; false when it cannot take them (see Transport.sendPorts). */
+  sendPorts(hostId: number, item: MainToWorkerInput, ports: readonly MessagePort[]): boolean {
+    return this.#transport.sendPorts?.(hostId, item, ports) ?? false;
   }
 
   /** Frees the actor's place on its host. */

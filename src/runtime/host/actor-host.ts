@@ -23,6 +23,7 @@ import {
   type WorkerWireItem,
 } from '../wire/protocol.js';
 import { HostedActor, type HostRequests, roleTools } from './hosted-actor.js';
+import { PooledTools } from './pooled-tools.js';
 import { ReplayModel } from './replay-model.js';
 
 /** The port a host talks over: a worker_threads MessagePort, or either end of a MessageChannel in tests. */
@@ -67,8 +68,8 @@ export class ActorHost {
   readonly #pending = new Map<number, Pending>();
   // Journaled model calls waiting for their record to be stored, by actor and call number.
   readonly #stored = new Map<string, () => void>();
-  // Progress handlers of pooled tool calls in flight, by request.
-  readonly #toolProgress = new Map<number, (note: string) => void>();
+  // Calls of user tools that run on the tool pool: on lanes, or through the main thread.
+  readonly #pooledTools: PooledTools;
   readonly #out: Batcher<WorkerWireItem>;
   readonly #env: NodeJS.ProcessEnv | undefined;
   #nextRequest = 1;
@@ -82,6 +83,15 @@ export class ActorHost {
     this.#tools = new ToolRegistry(options.tools);
     this.#env = config.env === undefined ? undefined : { ...config.env };
     this.#out = new Batcher((items) => port.postMessage(items));
+    this.#pooledTools = new PooledTools({
+      nextRequestId: () => {
+        const id = this.#nextRequest;
+        this.#nextRequest += 1;
+        return id;
+      },
+      post: (item) => this.#out.push(item),
+      approve: (actorId, request) => this.#requests.approve(actorId, request),
+    });
     this.#mcp =
       config.mcp === undefined || Object.keys(config.mcp).length === 0
         ? undefined
@@ -204,14 +214,17 @@ export class ActorHost {
       case 'child.answered':
         this.#answer(item.requestId, item.answer);
         return;
-      case 'tool.progress': {
-        const progress = this.#toolProgress.get(item.requestId);
-        for (const note of item.notes) progress?.(note);
+      case 'tool.progress':
+        this.#pooledTools.progress(item);
         return;
-      }
       case 'tool.answered':
-        this.#toolProgress.delete(item.requestId);
-        this.#answer(item.requestId, item);
+        this.#pooledTools.answered(item);
+        return;
+      case 'tool.lane':
+        this.#pooledTools.open(item);
+        return;
+      case 'tool.lane.down':
+        this.#pooledTools.down(item);
         return;
       case 'journal.answered':
         this.#answer(item.requestId, undefined);
@@ -228,8 +241,8 @@ export class ActorHost {
     }
   }
 
-  // A user tool's call, run on the main thread's tool pool: whatever the tool
-  // does to its thread costs this call only. A cancel does not wait for it.
+  // A user tool's call, run on the tool pool: whatever the tool does to its
+  // thread costs this call only. A cancel does not wait for it.
   #pooled(tool: string, input: unknown, context: ToolContext): Promise<string> {
     if (!crossable(input)) {
       return Promise.reject(
@@ -242,39 +255,7 @@ export class ActorHost {
     if (this.#stopping) {
       return Promise.reject(new TroupeError('runtime.closed', 'The runtime is shutting down.'));
     }
-    const signal = context.signal;
-    const requestId = this.#nextRequest;
-    this.#nextRequest += 1;
-    return new Promise<string>((resolve, reject) => {
-      const onAbort = (): void => {
-        if (!this.#pending.delete(requestId)) return;
-        this.#toolProgress.delete(requestId);
-        this.#out.push({ type: 'tool.cancelled', requestId });
-        reject(new TroupeError('cancelled', `${tool} was stopped: the agent was cancelled.`));
-      };
-      this.#pending.set(requestId, {
-        resolve: (value) => {
-          signal.removeEventListener('abort', onAbort);
-          const item = value as Extract<MainToWorker, { type: 'tool.answered' }>;
-          if (item.ok) resolve(item.content);
-          else reject(new TroupeError(item.code ?? 'tool.failed', item.content));
-        },
-        reject: (error) => {
-          signal.removeEventListener('abort', onAbort);
-          reject(error);
-        },
-      });
-      if (context.progress !== undefined) this.#toolProgress.set(requestId, context.progress);
-      this.#out.push({
-        type: 'tool.requested',
-        requestId,
-        actorId: context.agentId,
-        tool,
-        input,
-      });
-      if (signal.aborted) onAbort();
-      else signal.addEventListener('abort', onAbort, { once: true });
-    });
+    return this.#pooledTools.call(tool, input, context);
   }
 
   #start(start: Extract<MainToWorker, { type: 'actor.start' }>): void {
@@ -445,6 +426,7 @@ export class ActorHost {
     const closed = new TroupeError('runtime.closed', 'The runtime is shutting down.');
     for (const pending of this.#pending.values()) pending.reject(closed);
     this.#pending.clear();
+    this.#pooledTools.close();
     for (const resolve of this.#stored.values()) resolve();
     this.#stored.clear();
     this.#shutdown?.();

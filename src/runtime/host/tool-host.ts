@@ -4,7 +4,9 @@ import type { AnyTool, ToolContext } from '../../tools/tool.js';
 import { truncateMiddle } from '../../util/truncate.js';
 import { Batcher } from '../wire/batcher.js';
 import {
+  type LaneToTool,
   type MainToTool,
+  parseLaneToTool,
   parseMainToTool,
   TOOL_STATE,
   type ToolHostConfig,
@@ -14,20 +16,40 @@ import type { HostPort } from './actor-host.js';
 
 // How often the thread says it is alive (the main thread's watchdog reads it).
 const BEAT_MS = 100;
+// The main thread's lane: calls it relays (from remote hosts, and suspects run alone).
+const MAIN = 0;
+
+type CallItem = Extract<MainToTool, { type: 'call' }>;
+
+/** Where calls come from and their answers go: the main thread's port, or a lane to one actor host. */
+interface Lane {
+  id: number;
+  port: HostPort;
+  out: Batcher<ToolToMain>;
+  /** Its calls this thread holds (running or waiting), by the caller's id. */
+  calls: Map<number, Running>;
+}
 
 interface Running {
-  controller: AbortController;
-  approvals: Map<number, (approved: boolean) => void>;
+  lane: Lane;
+  call: CallItem;
+  controller: AbortController | undefined;
+  approvals: Map<number, (approved: boolean) => void> | undefined;
+  /** When it started (the timeout counts from there); 0 while it waits for a place. */
+  startedAt: number;
 }
 
 /**
  * Runs user tool calls inside a tool thread, many at once, apart from the
- * actors. What a call does to its thread is attributed to it: its code runs
- * inside an AsyncLocalStorage scope, so an uncaught exception, an unhandled
- * rejection or a process.exit names its call before the thread dies (let it
- * crash: the thread is not patched up, the main thread replaces it), and
- * the shared `running` slot names the call whose synchronous code holds the
- * thread (a busy loop, an allocation storm).
+ * actors. Calls come from the main thread or straight from actor threads on
+ * lanes (a port per actor thread), and each answer goes back where its call
+ * came from. What a call does to its thread is attributed to it: its code
+ * runs inside an AsyncLocalStorage scope, so an uncaught exception, an
+ * unhandled rejection or a process.exit names its call before the thread
+ * dies (let it crash: the thread is not patched up, the main thread replaces
+ * it), and the shared `running` slot names the call whose synchronous code
+ * holds the thread (a busy loop, an allocation storm). A call that has not
+ * settled in `timeoutMs` is answered with a timeout here, where it runs.
  */
 export class ToolHost {
   readonly #config: ToolHostConfig;
@@ -35,12 +57,19 @@ export class ToolHost {
   readonly #state: Int32Array;
   readonly #tools: ReadonlyMap<string, AnyTool>;
   readonly #loadError: string | undefined;
-  readonly #out: Batcher<ToolToMain>;
-  readonly #scope = new AsyncLocalStorage<number>();
-  readonly #running = new Map<number, Running>();
+  readonly #main: Lane;
+  readonly #lanes = new Map<number, Lane>();
+  readonly #scope = new AsyncLocalStorage<Running>();
+  readonly #waiting: Running[] = [];
   readonly #env: NodeJS.ProcessEnv | undefined;
+  readonly #timeoutMs: number;
+  readonly #maxCalls: number;
+  // Calls started and not ended, and those of them from the main thread (mirrored in the shared state).
+  #active = 0;
   #nextApproval = 1;
+  #solo: Running | undefined;
   #beat: NodeJS.Timeout | undefined;
+  #sweep: NodeJS.Timeout | undefined;
   #shutdown: (() => void) | undefined;
 
   constructor(
@@ -56,7 +85,14 @@ export class ToolHost {
     this.#tools = new Map(tools.map((tool) => [tool.name, tool]));
     this.#loadError = loadError;
     this.#env = config.env === undefined ? undefined : { ...config.env };
-    this.#out = new Batcher((items) => port.postMessage(items));
+    this.#timeoutMs = config.timeoutMs ?? 120_000;
+    this.#maxCalls = config.maxCalls ?? 32;
+    this.#main = {
+      id: MAIN,
+      port,
+      out: new Batcher((items) => port.postMessage(items)),
+      calls: new Map(),
+    };
   }
 
   /**
@@ -67,10 +103,14 @@ export class ToolHost {
   watchFaults(): void {
     const exit = process.exit.bind(process);
     const last = (what: string): void => {
-      const callId = this.#scope.getStore() ?? this.#runningNow();
+      const running = this.#scope.getStore();
+      const callId = running?.call.callId ?? this.#slot(TOOL_STATE.running);
+      const lane = running?.lane.id ?? this.#slot(TOOL_STATE.lane) ?? MAIN;
+      // The answers already made go out first, so no finished call is run again.
+      for (const other of this.#lanes.values()) other.out.flush();
+      this.#main.out.flush();
       const item: ToolToMain =
-        callId === undefined ? { type: 'fatal', what } : { type: 'fatal', callId, what };
-      this.#out.flush();
+        callId === undefined ? { type: 'fatal', what } : { type: 'fatal', callId, lane, what };
       this.#port.postMessage([item]);
     };
     process.on('uncaughtException', (error) => {
@@ -93,74 +133,146 @@ export class ToolHost {
       this.#shutdown = resolve;
     });
     this.#beat = setInterval(() => Atomics.add(this.#state, TOOL_STATE.beat, 1), BEAT_MS);
+    // One sweep for call timeouts: no timer per call.
+    const every = Math.max(25, Math.min(1000, Math.floor(this.#timeoutMs / 4)));
+    this.#sweep = setInterval(() => this.#expire(), every);
     this.#port.on('message', (data) => this.#receive(data));
     this.#port.postMessage([{ type: 'ready' } satisfies ToolToMain]);
     return stopped.then(() => {
       clearInterval(this.#beat);
-      this.#out.close();
+      clearInterval(this.#sweep);
+      this.#main.out.close();
+      for (const lane of this.#lanes.values()) this.#closeLane(lane);
     });
   }
 
-  #runningNow(): number | undefined {
-    const id = Atomics.load(this.#state, TOOL_STATE.running);
-    return id === 0 ? undefined : id;
+  #slot(index: number): number | undefined {
+    const value = Atomics.load(this.#state, index);
+    return value === 0 ? undefined : value;
   }
 
   #receive(data: unknown): void {
     const items = parseMainToTool(data);
     if (items === undefined) return;
-    for (const item of items) this.#handle(item);
+    for (const item of items) this.#handle(this.#main, item);
   }
 
-  #handle(item: MainToTool): void {
+  #receiveLane(lane: Lane, data: unknown): void {
+    const items = parseLaneToTool(data);
+    if (items === undefined) return;
+    for (const item of items) this.#handle(lane, item);
+  }
+
+  #handle(lane: Lane, item: MainToTool | LaneToTool): void {
     switch (item.type) {
       case 'call':
-        this.#call(item);
+        this.#accept(lane, item);
         return;
-      case 'cancel':
-        this.#running.get(item.callId)?.controller.abort();
+      case 'cancel': {
+        // The caller gave up: it hears nothing more of this call.
+        const running = lane.calls.get(item.callId);
+        if (running !== undefined && this.#end(running)) running.controller?.abort();
         return;
+      }
       case 'approval.answered': {
-        const running = this.#running.get(item.callId);
-        const answer = running?.approvals.get(item.requestId);
-        running?.approvals.delete(item.requestId);
+        const approvals = lane.calls.get(item.callId)?.approvals;
+        const answer = approvals?.get(item.requestId);
+        approvals?.delete(item.requestId);
         answer?.(item.approved);
         return;
       }
+      case 'lane.open': {
+        const port = item.port;
+        const opened: Lane = {
+          id: item.lane,
+          port,
+          out: new Batcher((items) => port.postMessage(items)),
+          calls: new Map(),
+        };
+        this.#lanes.set(item.lane, opened);
+        port.on('message', (data: unknown) => this.#receiveLane(opened, data));
+        return;
+      }
+      case 'lane.close': {
+        const closing = this.#lanes.get(item.lane);
+        if (closing !== undefined) this.#closeLane(closing);
+        return;
+      }
       case 'shutdown':
-        for (const running of this.#running.values()) running.controller.abort();
+        for (const running of [...this.#main.calls.values()])
+          if (this.#end(running)) running.controller?.abort();
+        for (const other of this.#lanes.values()) this.#closeLane(other);
         this.#shutdown?.();
         return;
     }
   }
 
-  #call(call: Extract<MainToTool, { type: 'call' }>): void {
-    const { callId } = call;
+  #closeLane(lane: Lane): void {
+    this.#lanes.delete(lane.id);
+    for (const running of [...lane.calls.values()])
+      if (this.#end(running)) running.controller?.abort();
+    lane.out.close();
+    lane.port.close();
+  }
+
+  #accept(lane: Lane, call: CallItem): void {
+    // While the thread is kept for a suspect, a lane's call goes back to be placed elsewhere.
+    if (
+      lane.id !== MAIN &&
+      (this.#solo !== undefined || Atomics.load(this.#state, TOOL_STATE.closed) !== 0)
+    ) {
+      lane.out.push({ type: 'moved', callId: call.callId });
+      return;
+    }
+    const running: Running = {
+      lane,
+      call,
+      controller: undefined,
+      approvals: undefined,
+      startedAt: 0,
+    };
+    lane.calls.set(call.callId, running);
+    Atomics.add(this.#state, TOOL_STATE.inflight, 1);
+    if (lane.id === MAIN) Atomics.add(this.#state, TOOL_STATE.inflightMain, 1);
+    if (this.#active >= this.#maxCalls) {
+      this.#waiting.push(running);
+      return;
+    }
+    this.#start(running);
+  }
+
+  #start(running: Running): void {
+    const { call } = running;
+    const callId = call.callId;
+    this.#active += 1;
+    running.startedAt = performance.now();
+    if (call.solo === true) this.#solo = running;
     const tool = this.#tools.get(call.tool);
     if (tool === undefined || this.#loadError !== undefined) {
       const content =
         this.#loadError ?? `There is no tool named "${call.tool}" in the run's tool modules.`;
-      this.#out.push({ type: 'done', callId, ok: false, content, code: 'tool.failed' });
+      this.#done(running, false, content, 'tool.failed');
       return;
     }
-    const running: Running = { controller: new AbortController(), approvals: new Map() };
-    this.#running.set(callId, running);
-    const context = this.#context(call, running);
+    running.controller = new AbortController();
+    const context = this.#context(running, running.controller.signal);
     let pending: Promise<unknown>;
-    // The slot names this call while its synchronous code holds the thread.
+    // The slots name this call while its synchronous code holds the thread.
+    Atomics.store(this.#state, TOOL_STATE.lane, running.lane.id);
     Atomics.store(this.#state, TOOL_STATE.running, callId);
     try {
-      pending = this.#scope.run(callId, () => Promise.resolve(tool.execute(call.input, context)));
+      pending = this.#scope.run(running, () => Promise.resolve(tool.execute(call.input, context)));
     } catch (error) {
       pending = Promise.reject(error);
     } finally {
       Atomics.store(this.#state, TOOL_STATE.running, 0);
+      Atomics.store(this.#state, TOOL_STATE.lane, 0);
     }
     pending.then(
-      (output) => this.#done(callId, true, stringify(output)),
+      (output) => this.#done(running, true, stringify(output)),
       (error: unknown) =>
         this.#done(
-          callId,
+          running,
           false,
           errorMessage(error),
           isTroupeError(error) ? error.code : 'tool.failed',
@@ -168,34 +280,78 @@ export class ToolHost {
     );
   }
 
-  #done(callId: number, ok: boolean, content: string, code?: ErrorCode): void {
-    if (!this.#running.delete(callId)) return;
+  // Answers calls that outlived the timeout: their signal is aborted, the thread goes on.
+  #expire(): void {
+    const now = performance.now();
+    const expired: Running[] = [];
+    for (const lane of [this.#main, ...this.#lanes.values()])
+      for (const running of lane.calls.values())
+        if (running.startedAt > 0 && now - running.startedAt >= this.#timeoutMs)
+          expired.push(running);
+    for (const running of expired) {
+      if (!this.#end(running)) continue;
+      running.controller?.abort();
+      running.lane.out.push({
+        type: 'done',
+        callId: running.call.callId,
+        ok: false,
+        content: `${running.call.tool} did not finish within ${this.#timeoutMs} ms, so it was stopped (its signal was aborted). Try smaller input, or do the task another way.`,
+        code: 'tool.timeout',
+      });
+    }
+  }
+
+  #done(running: Running, ok: boolean, content: string, code?: ErrorCode): void {
+    if (!this.#end(running)) return;
+    const callId = running.call.callId;
     const text = truncateMiddle(content, this.#config.maxResultChars);
-    this.#out.push(
+    running.lane.out.push(
       code === undefined
         ? { type: 'done', callId, ok, content: text }
         : { type: 'done', callId, ok, content: text, code },
     );
   }
 
-  #context(call: Extract<MainToTool, { type: 'call' }>, running: Running): ToolContext {
+  // Forgets a call (it ended, was cancelled or timed out) and starts the next waiting one;
+  // false when it had ended already.
+  #end(running: Running): boolean {
+    const lane = running.lane;
+    if (lane.calls.get(running.call.callId) !== running) return false;
+    lane.calls.delete(running.call.callId);
+    Atomics.sub(this.#state, TOOL_STATE.inflight, 1);
+    if (lane.id === MAIN) Atomics.sub(this.#state, TOOL_STATE.inflightMain, 1);
+    if (this.#solo === running) this.#solo = undefined;
+    if (running.startedAt === 0) {
+      const index = this.#waiting.indexOf(running);
+      if (index !== -1) this.#waiting.splice(index, 1);
+      return true;
+    }
+    this.#active -= 1;
+    const next = this.#waiting.shift();
+    if (next !== undefined) this.#start(next);
+    return true;
+  }
+
+  #context(running: Running, signal: AbortSignal): ToolContext {
     const config = this.#config;
+    const { call, lane } = running;
     const context: ToolContext = {
-      signal: running.controller.signal,
+      signal,
       runId: config.runId,
       agentId: call.agentId,
       role: call.role,
       workspace: config.workspace,
       grants: config.grants,
-      progress: (note) => this.#out.push({ type: 'progress', callId: call.callId, note }),
+      progress: (note) => lane.out.push({ type: 'progress', callId: call.callId, note }),
     };
     if (config.hasApprove) {
       context.approve = (request) =>
         new Promise<boolean>((resolve) => {
           const requestId = this.#nextApproval;
           this.#nextApproval += 1;
+          running.approvals ??= new Map();
           running.approvals.set(requestId, resolve);
-          this.#out.push({
+          lane.out.push({
             type: 'approval.requested',
             callId: call.callId,
             requestId,

@@ -115,6 +115,14 @@ export class LocalTransport implements Transport {
     if (host?.alive) host.batcher.push(item);
   }
 
+  sendPorts(hostId: number, item: MainToWorkerInput, ports: readonly MessagePort[]): boolean {
+    const host = this.#hosts.get(hostId);
+    if (host === undefined || !host.alive || this.#closing) return false;
+    host.batcher.flush();
+    host.port.postMessage([item], [...ports]);
+    return true;
+  }
+
   terminate(hostId: number, reason: string): void {
     const host = this.#hosts.get(hostId);
     if (host === undefined || !host.alive) return;

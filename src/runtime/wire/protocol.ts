@@ -1,3 +1,4 @@
+import { MessagePort } from 'node:worker_threads';
 import { z } from 'zod';
 import { JournalEntrySchema } from '../../agent/journal.js';
 import { ErrorCodeSchema, SerializedErrorSchema, TroupeError } from '../../errors.js';
@@ -40,8 +41,9 @@ export const HostConfigSchema = z.object({
   mcp: z.record(z.string(), McpServerConfigSchema).optional(),
   /**
    * Run the user tool modules' tools on the main thread's tool pool, not in
-   * this thread (`RuntimeOptions.toolIsolation` 'pool'): a call crosses to the
-   * main thread as `tool.requested` and its answer comes back.
+   * this thread (`RuntimeOptions.toolIsolation` 'pool'): a call goes straight
+   * to a tool thread on a lane the main thread opened (`tool.lane`), or, with
+   * no lane, crosses to the main thread as `tool.requested`.
    */
   isolateTools: z.boolean().optional(),
 });
@@ -167,6 +169,33 @@ export const MainToWorkerSchema = z.discriminatedUnion('type', [
     content: z.string(),
     code: ErrorCodeSchema.optional(),
   }),
+  /**
+   * A direct lane to tool thread `thread` (local transport only): pooled
+   * calls go on `port` without the main thread; `state` is the thread's
+   * shared state (its load, and whether it is closed for a suspect).
+   */
+  z.object({
+    type: z.literal('tool.lane'),
+    thread: z.number().int().positive(),
+    port: z.custom<MessagePort>((value) => value instanceof MessagePort, {
+      message: 'a MessagePort',
+    }),
+    state: z.instanceof(SharedArrayBuffer),
+  }),
+  /**
+   * Tool thread `thread` is gone (`what` says how). `blame` says who caused
+   * it: `culprit`, a call of this host, was named (`named`: by the thread or
+   * the watchdog, maybe on another host); `sole`: the thread held one call,
+   * not the main thread's; `nobody`: every call it ran is a suspect and runs
+   * again alone. Calls still running on the lane run again.
+   */
+  z.object({
+    type: z.literal('tool.lane.down'),
+    thread: z.number().int().positive(),
+    what: z.string(),
+    blame: z.enum(['named', 'sole', 'nobody']),
+    culprit: z.number().int().optional(),
+  }),
   /** A journal intent is durable: the tool may run. */
   z.object({ type: z.literal('journal.answered'), requestId: z.number().int() }),
   /** A `journal.record` is stored: the journaled actor's model call `step` may return. */
@@ -229,6 +258,8 @@ export const WorkerToMainSchema = z.discriminatedUnion('type', [
     actorId: z.string(),
     tool: z.string(),
     input: z.unknown(),
+    /** A suspect of a tool thread's death that nobody was named for: it runs alone. */
+    solo: z.boolean().optional(),
   }),
   /** The actor gave up on a pooled tool call (it was cancelled). */
   z.object({ type: z.literal('tool.cancelled'), requestId: z.number().int() }),

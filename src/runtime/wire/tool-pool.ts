@@ -3,9 +3,13 @@ import { Piscina } from 'piscina';
 import { type ErrorCode, errorMessage } from '../../errors.js';
 import { Batcher } from './batcher.js';
 import {
+  culpritMessage,
+  lostMessage,
+  MAX_LOST_THREADS,
   type MainToTool,
   parseToolToMain,
   TOOL_STATE,
+  TOOL_STATE_BYTES,
   type ToolHostConfig,
   type ToolHostTask,
   type ToolToMain,
@@ -34,6 +38,34 @@ export interface ToolPoolOptions {
   limits?: ToolThreadLimits | undefined;
   /** The built tool-thread entry (default dist/workers/tool-entry.cjs). */
   workerUrl?: URL | undefined;
+  /** Actor hosts that take direct lanes to the tool threads (absent: every call goes through `call`). */
+  lanes?: ToolLaneLinks | undefined;
+}
+
+/** A tool thread's death as an actor host with a lane to it hears it. */
+export interface ToolLaneDown {
+  type: 'tool.lane.down';
+  thread: number;
+  what: string;
+  blame: 'named' | 'sole' | 'nobody';
+  /** The host's own call that caused it, when it was named. */
+  culprit?: number;
+}
+
+/**
+ * How the pool reaches actor hosts for lanes: a MessageChannel per pair of
+ * actor thread and tool thread, so a call costs no hop through the main thread.
+ */
+export interface ToolLaneLinks {
+  /** Actor hosts alive now that may take a lane. */
+  hosts(): readonly number[];
+  /** Gives a host its end of a lane to tool thread `thread`; false when the host cannot take it. */
+  open(
+    hostId: number,
+    lane: { thread: number; port: MessagePort; state: SharedArrayBuffer },
+  ): boolean;
+  /** Tells a host that a tool thread it has a lane to is gone. */
+  down(hostId: number, item: ToolLaneDown): void;
 }
 
 /** What one tool call asks. */
@@ -42,6 +74,8 @@ export interface ToolCallRequest {
   input: unknown;
   agentId: string;
   role?: string | undefined;
+  /** A suspect of a thread's death: it runs alone on an empty thread. */
+  solo?: boolean | undefined;
 }
 
 /** What a caller hears while its call runs. */
@@ -68,8 +102,6 @@ interface Call {
   hooks: ToolCallHooks;
   resolve(answer: ToolCallAnswer): void;
   thread: ToolThread | undefined;
-  /** When it was sent to its thread (the watchdog times it out from there). */
-  sentAt: number;
   /** Retried alone: it was on a thread that died of a fault nobody could be named for. */
   solo: boolean;
   /** Times a neighbour's fault took its thread while it ran. */
@@ -94,14 +126,19 @@ interface ToolThread {
   beat: number;
   beatAt: number;
   /** Why the main thread stopped it, with the call it blames (if any). */
-  stopped: { why: string; culprit: number | undefined } | undefined;
-  /** The fault the thread announced before it died. */
-  fatal: { what: string; callId: number | undefined } | undefined;
+  stopped: { why: string; culprit: Origin | undefined } | undefined;
+  /** The fault the thread announced before it died, with the call it names (if any). */
+  fatal: { what: string; culprit: Origin | undefined } | undefined;
+  /** Actor hosts with a lane to it. */
+  lanes: Set<number>;
 }
 
-// A safety net only: each fatal call is answered once it is named, so a
-// call loses its thread at most once per fatal call of its neighbours.
-const MAX_LOST = 100;
+/** A call as a tool thread knows it: its lane (0: the main thread's) and the caller's id. */
+interface Origin {
+  lane: number;
+  callId: number;
+}
+
 // Tool threads that die before saying ready: after this many in a row, they cannot start.
 const MAX_BOOT_FAILURES = 3;
 
@@ -131,12 +168,19 @@ export function toolWorkerUrl(): URL {
  * code held it) and answered with what happened; every other call on it is
  * run again at once on another thread. When no call can be named, each is
  * run again alone, so the culprit shows itself without taking anyone along.
+ *
+ * With `lanes`, actor threads call the tool threads directly: each pair has
+ * a MessageChannel, opened when either side starts. The pool keeps the
+ * supervision: it still sees every tool thread die or block, names the
+ * culprit (a lane's call by its lane and id) and tells each host with a lane
+ * to that thread, which answers its culprit and runs its other calls again.
+ * Calls still come through `call` from hosts with no lane (remote nodes) and
+ * for suspects, which run here alone.
  */
 export class ToolPool {
   readonly #options: ToolPoolOptions;
   readonly #threads = new Map<number, ToolThread>();
   readonly #queue: Call[] = [];
-  readonly #timeoutMs: number;
   readonly #blockedMs: number;
   readonly #maxPerThread: number;
   #pool: Piscina | undefined;
@@ -149,7 +193,6 @@ export class ToolPool {
 
   constructor(options: ToolPoolOptions) {
     this.#options = options;
-    this.#timeoutMs = options.timeoutMs ?? 120_000;
     this.#blockedMs = options.blockedMs ?? 5000;
     this.#maxPerThread = options.maxCallsPerThread ?? 32;
   }
@@ -166,8 +209,7 @@ export class ToolPool {
       hooks,
       resolve,
       thread: undefined,
-      sentAt: 0,
-      solo: false,
+      solo: request.solo === true,
       lost: 0,
       settled: false,
     };
@@ -180,7 +222,7 @@ export class ToolPool {
       });
       return { answer, cancel: () => {} };
     }
-    this.#start();
+    this.start();
     this.#queue.push(call);
     this.#pump();
     return { answer, cancel: () => this.#cancel(call) };
@@ -191,6 +233,19 @@ export class ToolPool {
     let count = 0;
     for (const thread of this.#threads.values()) if (thread.alive) count += 1;
     return count;
+  }
+
+  /** A new actor host: it gets a lane to every tool thread that is ready. */
+  hostUp(hostId: number): void {
+    for (const thread of this.#threads.values()) this.#openLane(thread, hostId);
+  }
+
+  /** An actor host is gone: its lanes are closed and their calls aborted in the tool threads. */
+  hostDown(hostId: number): void {
+    for (const thread of this.#threads.values()) {
+      if (!thread.lanes.delete(hostId)) continue;
+      thread.batcher.push({ type: 'lane.close', lane: hostId });
+    }
   }
 
   /** Stops every thread; calls still running are answered with `runtime.closed`. */
@@ -217,8 +272,9 @@ export class ToolPool {
     this.#threads.clear();
   }
 
-  #start(): void {
-    if (this.#pool !== undefined) return;
+  /** Starts the tool threads now (idempotent); otherwise the first call does. */
+  start(): void {
+    if (this.#pool !== undefined || this.#closing) return;
     const threads = this.#options.threads ?? 2;
     this.#pool = new Piscina({
       filename: (this.#options.workerUrl ?? toolWorkerUrl()).href,
@@ -227,16 +283,19 @@ export class ToolPool {
       concurrentTasksPerWorker: 1,
       atomics: 'disabled',
       idleTimeout: Number.POSITIVE_INFINITY,
-      workerData: this.#options.config,
+      workerData: {
+        ...this.#options.config,
+        ...(this.#options.timeoutMs === undefined ? {} : { timeoutMs: this.#options.timeoutMs }),
+        maxCalls: this.#maxPerThread,
+      } satisfies ToolHostConfig,
       resourceLimits: { maxOldGenerationSizeMb: 256, ...this.#options.limits },
     });
     this.#pool.on('error', () => {
       // A thread's death is reported by its task's rejection; nothing more to do here.
     });
     for (let index = 0; index < threads; index += 1) this.#startThread();
-    // One sweep for heartbeats and call timeouts: no timer per call.
-    const bound = Math.min(this.#blockedMs, this.#timeoutMs);
-    const every = Math.max(25, Math.min(1000, Math.floor(bound / 4)));
+    // One sweep for heartbeats (calls time out in their thread): no timer per call.
+    const every = Math.max(25, Math.min(1000, Math.floor(this.#blockedMs / 4)));
     this.#watchdog = setInterval(() => this.#watch(), every);
     this.#watchdog.unref();
   }
@@ -245,7 +304,7 @@ export class ToolPool {
     const pool = this.#pool;
     if (pool === undefined || this.#closing) return;
     const { port1, port2 } = new MessageChannel();
-    const state = new SharedArrayBuffer(8);
+    const state = new SharedArrayBuffer(TOOL_STATE_BYTES);
     const stop = new AbortController();
     const task: ToolHostTask = { port: port2, state };
     const thread: ToolThread = {
@@ -264,6 +323,7 @@ export class ToolPool {
       beatAt: performance.now(),
       stopped: undefined,
       fatal: undefined,
+      lanes: new Set(),
     };
     this.#nextThread += 1;
     this.#threads.set(thread.id, thread);
@@ -274,6 +334,29 @@ export class ToolPool {
       () => this.#down(thread, 'ended'),
       (error: unknown) => this.#down(thread, describeExit(error)),
     );
+  }
+
+  // A MessageChannel between a ready tool thread and an actor host: one end to each.
+  #openLane(thread: ToolThread, hostId: number): void {
+    const links = this.#options.lanes;
+    if (links === undefined || !thread.alive || !thread.ready || thread.lanes.has(hostId)) return;
+    const { port1, port2 } = new MessageChannel();
+    if (
+      !links.open(hostId, {
+        thread: thread.id,
+        port: port2,
+        state: thread.state.buffer as SharedArrayBuffer,
+      })
+    ) {
+      port1.close();
+      port2.close();
+      return;
+    }
+    thread.lanes.add(hostId);
+    // Behind what is queued for the thread, with the port transferred.
+    thread.batcher.flush();
+    const open: MainToTool = { type: 'lane.open', lane: hostId, port: port1 };
+    thread.port.postMessage([open], [port1]);
   }
 
   #receive(thread: ToolThread, data: unknown): void {
@@ -288,6 +371,7 @@ export class ToolPool {
         thread.ready = true;
         thread.beatAt = performance.now();
         this.#bootFailures = 0;
+        for (const hostId of this.#options.lanes?.hosts() ?? []) this.#openLane(thread, hostId);
         this.#pump();
         return;
       case 'progress':
@@ -323,18 +407,28 @@ export class ToolPool {
         return;
       }
       case 'fatal':
-        thread.fatal ??= { what: item.what, callId: item.callId };
+        thread.fatal ??= {
+          what: item.what,
+          culprit:
+            item.callId === undefined ? undefined : { lane: item.lane ?? 0, callId: item.callId },
+        };
+        return;
+      case 'moved':
+        // Only lanes hear it.
         return;
     }
   }
 
-  // Places waiting calls: a suspect alone on an idle thread, others on the least-loaded thread with room.
+  // Places waiting calls: a suspect alone on an empty thread, others on the least-loaded thread with room.
   #pump(): void {
     for (let index = 0; index < this.#queue.length; ) {
       const call = this.#queue[index] as Call;
-      const thread = this.#place(call.solo);
+      let thread = this.#place(call.solo);
+      if (thread === undefined && call.solo) {
+        this.#reserve();
+        thread = this.#place(true);
+      }
       if (thread === undefined) {
-        if (call.solo) this.#reserve();
         index += 1;
         continue;
       }
@@ -345,27 +439,42 @@ export class ToolPool {
 
   #place(solo: boolean): ToolThread | undefined {
     let best: ToolThread | undefined;
+    let bestLoad = 0;
     for (const thread of this.#threads.values()) {
       if (!thread.alive || !thread.ready || thread.solo || thread.stopped !== undefined) continue;
+      // Every call the thread holds, the lanes' included.
+      const load = Math.max(thread.calls.size, Atomics.load(thread.state, TOOL_STATE.inflight));
       if (solo) {
-        if (thread.calls.size === 0) return thread;
+        if (thread.reserved && load === 0) return thread;
         continue;
       }
       if (thread.reserved || thread.calls.size >= this.#maxPerThread) continue;
-      if (best === undefined || thread.calls.size < best.calls.size) best = thread;
+      if (best === undefined || load < bestLoad) {
+        best = thread;
+        bestLoad = load;
+      }
     }
     return best;
   }
 
-  // A suspect waits for an empty thread: the least-loaded one takes nothing new until it is.
+  // A suspect waits for an empty thread: the least-loaded one is closed to
+  // new calls (lanes read the flag; the thread sends back what still comes)
+  // until it is empty; the watchdog's sweep places the suspect then.
   #reserve(): void {
     let best: ToolThread | undefined;
     for (const thread of this.#threads.values()) {
       if (!thread.alive || !thread.ready || thread.solo || thread.stopped !== undefined) continue;
       if (thread.reserved) return;
-      if (best === undefined || thread.calls.size < best.calls.size) best = thread;
+      if (
+        best === undefined ||
+        Atomics.load(thread.state, TOOL_STATE.inflight) <
+          Atomics.load(best.state, TOOL_STATE.inflight)
+      )
+        best = thread;
     }
-    if (best !== undefined) best.reserved = true;
+    if (best === undefined) return;
+    best.reserved = true;
+    Atomics.store(best.state, TOOL_STATE.closed, 1);
   }
 
   #send(call: Call, thread: ToolThread): void {
@@ -383,28 +492,8 @@ export class ToolPool {
       input,
       agentId,
       ...(role === undefined ? {} : { role }),
+      ...(call.solo ? { solo: true } : {}),
     });
-    call.sentAt = performance.now();
-  }
-
-  // The call has not settled in time. A thread that still beats is only
-  // waiting on it: answer, abort its signal, keep the thread. A thread that
-  // does not beat is held by something: the watchdog decides (now).
-  #timedOut(call: Call): void {
-    const thread = call.thread;
-    if (thread === undefined || call.settled) return;
-    if (this.#blocked(thread)) {
-      this.#stopBlocked(thread);
-      return;
-    }
-    this.#leave(call);
-    thread.batcher.push({ type: 'cancel', callId: call.id });
-    this.#settle(call, {
-      ok: false,
-      code: 'tool.timeout',
-      message: `${call.request.tool} did not finish within ${this.#timeoutMs} ms, so it was stopped (its signal was aborted). Try smaller input, or do the task another way.`,
-    });
-    this.#pump();
   }
 
   #cancel(call: Call): void {
@@ -425,16 +514,12 @@ export class ToolPool {
   }
 
   #watch(): void {
-    const now = performance.now();
     for (const thread of [...this.#threads.values()]) {
       if (!thread.alive || !thread.ready || thread.stopped !== undefined) continue;
-      if (this.#blocked(thread)) {
-        this.#stopBlocked(thread);
-        continue;
-      }
-      for (const call of [...thread.calls.values()])
-        if (now - call.sentAt >= this.#timeoutMs) this.#timedOut(call);
+      if (this.#blocked(thread)) this.#stopBlocked(thread);
     }
+    // A suspect waits for its reserved thread to empty: look again.
+    if (this.#queue.length > 0) this.#pump();
   }
 
   // Reads the heartbeat; true when it has not moved for `blockedMs`.
@@ -450,14 +535,8 @@ export class ToolPool {
   }
 
   #stopBlocked(thread: ToolThread): void {
-    const running = Atomics.load(thread.state, TOOL_STATE.running);
-    const culprit = thread.calls.has(running)
-      ? running
-      : thread.calls.size === 1
-        ? (thread.calls.keys().next().value as number)
-        : undefined;
     const ms = Math.round(performance.now() - thread.beatAt);
-    thread.stopped = { why: `blocked its thread for ${ms} ms`, culprit };
+    thread.stopped = { why: `blocked its thread for ${ms} ms`, culprit: runningOn(thread) };
     // Aborting the host task stops its thread; the rejection comes to #down.
     thread.stop.abort(new Error(`tool thread ${thread.id} blocked for ${ms} ms`));
   }
@@ -476,37 +555,43 @@ export class ToolPool {
     this.#threads.delete(thread.id);
     if (this.#closing) return;
     const what = thread.stopped?.why ?? thread.fatal?.what ?? exit;
-    let culprit = thread.stopped?.culprit ?? thread.fatal?.callId;
-    if (culprit !== undefined && !thread.calls.has(culprit)) culprit = undefined;
-    if (culprit === undefined && thread.calls.size === 1)
-      culprit = thread.calls.keys().next().value as number;
-    if (culprit === undefined && thread.stopped === undefined && thread.fatal === undefined) {
-      const running = Atomics.load(thread.state, TOOL_STATE.running);
-      if (thread.calls.has(running)) culprit = running;
+    let culprit = thread.stopped?.culprit ?? thread.fatal?.culprit;
+    if (culprit === undefined && thread.stopped === undefined && thread.fatal === undefined)
+      culprit = runningOn(thread);
+    // A call of ours that is no longer on the thread (it ended) is no culprit.
+    if (culprit?.lane === 0 && !thread.calls.has(culprit.callId)) culprit = undefined;
+    // A thread that held one call: that one, when nothing else names a culprit.
+    let sole = false;
+    if (culprit === undefined && Atomics.load(thread.state, TOOL_STATE.inflight) <= 1) {
+      const ours = Atomics.load(thread.state, TOOL_STATE.inflightMain);
+      if (thread.calls.size === 1 && ours >= 1)
+        culprit = { lane: 0, callId: thread.calls.keys().next().value as number };
+      else if (thread.calls.size === 0 && ours === 0) sole = true;
     }
+    this.#tellLanes(thread, what, culprit, sole);
     const calls = [...thread.calls.values()];
     thread.calls.clear();
     for (const call of calls) {
       call.thread = undefined;
-      if (call.id === culprit) {
+      if (culprit?.lane === 0 && call.id === culprit.callId) {
         this.#settle(call, {
           ok: false,
           code: 'tool.failed',
-          message: `${call.request.tool} ${what}; its thread was replaced. Its work was lost: do not call it the same way again.`,
+          message: culpritMessage(call.request.tool, what),
         });
         continue;
       }
       call.lost += 1;
-      if (call.lost > MAX_LOST) {
+      if (call.lost > MAX_LOST_THREADS) {
         this.#settle(call, {
           ok: false,
           code: 'tool.failed',
-          message: `${call.request.tool} was run ${call.lost} times and each time another tool's fault took its thread (last: a tool ${what}).`,
+          message: lostMessage(call.request.tool, call.lost, what),
         });
         continue;
       }
       // Nobody named: every call on the thread is a suspect and runs again alone.
-      call.solo = culprit === undefined;
+      call.solo = culprit === undefined && !sole;
       this.#queue.unshift(call);
     }
     if (!thread.ready && thread.stopped === undefined) this.#bootFailures += 1;
@@ -526,11 +611,27 @@ export class ToolPool {
     this.#pump();
   }
 
+  // Every host with a lane to the dead thread hears who is to blame; its own calls are its to answer or run again.
+  #tellLanes(thread: ToolThread, what: string, culprit: Origin | undefined, sole: boolean): void {
+    const links = this.#options.lanes;
+    if (links === undefined) return;
+    const blame = culprit !== undefined ? 'named' : sole ? 'sole' : 'nobody';
+    for (const hostId of thread.lanes) {
+      const item: ToolLaneDown = { type: 'tool.lane.down', thread: thread.id, what, blame };
+      if (culprit?.lane === hostId) item.culprit = culprit.callId;
+      links.down(hostId, item);
+    }
+    thread.lanes.clear();
+  }
+
   #leave(call: Call): void {
     const thread = call.thread;
     if (thread === undefined) return;
     thread.calls.delete(call.id);
-    if (call.solo) thread.solo = false;
+    if (call.solo) {
+      thread.solo = false;
+      if (!thread.reserved) Atomics.store(thread.state, TOOL_STATE.closed, 0);
+    }
     call.thread = undefined;
   }
 
@@ -539,6 +640,13 @@ export class ToolPool {
     call.settled = true;
     call.resolve(answer);
   }
+}
+
+// The call whose synchronous code holds the thread now, by the shared slots.
+function runningOn(thread: ToolThread): Origin | undefined {
+  const callId = Atomics.load(thread.state, TOOL_STATE.running);
+  if (callId === 0) return undefined;
+  return { lane: Atomics.load(thread.state, TOOL_STATE.lane), callId };
 }
 
 function describeExit(error: unknown): string {

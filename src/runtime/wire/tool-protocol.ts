@@ -1,3 +1,4 @@
+import { MessagePort } from 'node:worker_threads';
 import { z } from 'zod';
 import { ErrorCodeSchema } from '../../errors.js';
 import { SandboxPolicySchema } from '../../tools/sandbox-policy.js';
@@ -26,42 +27,101 @@ export const ToolHostConfigSchema = z.object({
   hasApprove: z.boolean(),
   /** Results longer than this are cut in the tool thread, before they cross (the actor cuts again). */
   maxResultChars: z.number().int().positive(),
+  /** A call that has not settled after this long is answered with a timeout (default 120,000 ms). */
+  timeoutMs: z.number().positive().optional(),
+  /** Calls running at once on the thread (default 32); more wait in the thread, in order. */
+  maxCalls: z.number().int().positive().optional(),
 });
 export type ToolHostConfig = z.infer<typeof ToolHostConfigSchema>;
 
 /**
- * The task piscina runs once per tool thread. `state` is shared memory the
- * main thread's watchdog reads: [0] a heartbeat the thread bumps on a timer,
- * [1] the call whose synchronous code runs now (0 for none).
+ * The task piscina runs once per tool thread. `state` is shared memory (see
+ * TOOL_STATE) that the main thread's watchdog and the actor threads read.
  */
 export interface ToolHostTask {
   port: unknown;
   state: SharedArrayBuffer;
 }
 
-/** Indexes into a tool thread's shared state. */
-export const TOOL_STATE = { beat: 0, running: 1 } as const;
+/**
+ * Indexes into a tool thread's shared state (Int32 slots):
+ * - `beat`: a heartbeat the thread bumps on a timer (the watchdog reads it);
+ * - `running`, `lane`: the call whose synchronous code runs now (0 for
+ *   none) and the lane it came on (0: the main thread);
+ * - `inflight`, `inflightMain`: calls the thread holds (running or waiting),
+ *   all and those of the main thread; a thread that dies holding exactly one
+ *   names it even when nothing else can;
+ * - `closed`: set by the main thread while it keeps the thread empty for a
+ *   suspect that must run alone: lanes send nothing new (what arrives is sent back).
+ */
+export const TOOL_STATE = {
+  beat: 0,
+  running: 1,
+  lane: 2,
+  inflight: 3,
+  inflightMain: 4,
+  closed: 5,
+} as const;
+
+/**
+ * A safety net only: each fatal call is answered once it is named, so a call
+ * loses its thread at most once per fatal call of its neighbours.
+ */
+export const MAX_LOST_THREADS = 100;
+
+/** What a call that killed or blocked its tool thread is answered. */
+export function culpritMessage(tool: string, what: string): string {
+  return `${tool} ${what}; its thread was replaced. Its work was lost: do not call it the same way again.`;
+}
+
+/** What a call is answered after neighbours' faults took its thread too often. */
+export function lostMessage(tool: string, lost: number, what: string): string {
+  return `${tool} was run ${lost} times and each time another tool's fault took its thread (last: a tool ${what}).`;
+}
+
+/** Bytes of a tool thread's shared state. */
+export const TOOL_STATE_BYTES = 32;
+
+const PortSchema = z.custom<MessagePort>((value) => value instanceof MessagePort, {
+  message: 'a MessagePort',
+});
+
+const CallSchema = z.object({
+  type: z.literal('call'),
+  callId: z.number().int().positive(),
+  tool: z.string(),
+  input: z.unknown(),
+  agentId: z.string(),
+  role: z.string().optional(),
+  /** A suspect: it runs alone (the thread is empty and closed to lanes). */
+  solo: z.boolean().optional(),
+});
+/** The caller gave up (its agent was cancelled, or the call timed out): abort the tool's signal. */
+const CancelSchema = z.object({ type: z.literal('cancel'), callId: z.number().int().positive() });
+const ApprovalAnsweredSchema = z.object({
+  type: z.literal('approval.answered'),
+  callId: z.number().int().positive(),
+  requestId: z.number().int().positive(),
+  approved: z.boolean(),
+});
 
 export const MainToToolSchema = z.discriminatedUnion('type', [
-  z.object({
-    type: z.literal('call'),
-    callId: z.number().int().positive(),
-    tool: z.string(),
-    input: z.unknown(),
-    agentId: z.string(),
-    role: z.string().optional(),
-  }),
-  /** The caller gave up (its agent was cancelled, or the call timed out): abort the tool's signal. */
-  z.object({ type: z.literal('cancel'), callId: z.number().int().positive() }),
-  z.object({
-    type: z.literal('approval.answered'),
-    callId: z.number().int().positive(),
-    requestId: z.number().int().positive(),
-    approved: z.boolean(),
-  }),
+  CallSchema,
+  CancelSchema,
+  ApprovalAnsweredSchema,
+  /**
+   * A direct lane to one actor host (its id): calls come and go on `port`
+   * without the main thread; only supervision stays there.
+   */
+  z.object({ type: z.literal('lane.open'), lane: z.number().int().positive(), port: PortSchema }),
+  /** The lane's host is gone: its calls are aborted, its port closed. */
+  z.object({ type: z.literal('lane.close'), lane: z.number().int().positive() }),
   z.object({ type: z.literal('shutdown') }),
 ]);
 export type MainToTool = z.infer<typeof MainToToolSchema>;
+
+/** What an actor host sends on a lane: calls, cancels and approval answers. */
+export type LaneToTool = Extract<MainToTool, { type: 'call' | 'cancel' | 'approval.answered' }>;
 
 export const ToolToMainSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ready') }),
@@ -83,14 +143,25 @@ export const ToolToMainSchema = z.discriminatedUnion('type', [
   }),
   /**
    * The thread is about to die: an uncaught exception, an unhandled rejection
-   * or a process.exit, with the call whose code caused it when known.
+   * or a process.exit, with the call whose code caused it when known (and its
+   * lane; 0 or absent: the main thread's).
    */
-  z.object({ type: z.literal('fatal'), callId: z.number().int().optional(), what: z.string() }),
+  z.object({
+    type: z.literal('fatal'),
+    callId: z.number().int().optional(),
+    lane: z.number().int().optional(),
+    what: z.string(),
+  }),
+  /** (Lanes only) the thread is closed for a suspect: place the call elsewhere. */
+  z.object({ type: z.literal('moved'), callId: z.number().int() }),
 ]);
 export type ToolToMain = z.infer<typeof ToolToMainSchema>;
 
 const MainToToolBatchSchema = z.array(MainToToolSchema);
 const ToolToMainBatchSchema = z.array(ToolToMainSchema);
+const LaneToToolBatchSchema = z.array(
+  z.discriminatedUnion('type', [CallSchema, CancelSchema, ApprovalAnsweredSchema]),
+);
 
 /**
  * Parses one message from the main thread (in a tool thread); undefined when
@@ -103,7 +174,14 @@ export function parseMainToTool(data: unknown): MainToTool[] | undefined {
   return parsed.success ? parsed.data : undefined;
 }
 
-/** Parses one message from a tool thread (in the main thread); undefined when invalid. */
+/** Parses one message an actor host sent on a lane (in a tool thread); undefined when invalid. */
+export function parseLaneToTool(data: unknown): LaneToTool[] | undefined {
+  if (Array.isArray(data) && data.every(isCall)) return data as LaneToTool[];
+  const parsed = LaneToToolBatchSchema.safeParse(data);
+  return parsed.success ? parsed.data : undefined;
+}
+
+/** Parses one message from a tool thread (in the main thread, or an actor thread on a lane); undefined when invalid. */
 export function parseToolToMain(data: unknown): ToolToMain[] | undefined {
   if (Array.isArray(data) && data.every(isDone)) return data as ToolToMain[];
   const parsed = ToolToMainBatchSchema.safeParse(data);
@@ -119,7 +197,8 @@ function isCall(item: unknown): boolean {
     Number.isInteger(call.callId) &&
     typeof call.tool === 'string' &&
     typeof call.agentId === 'string' &&
-    (call.role === undefined || typeof call.role === 'string')
+    (call.role === undefined || typeof call.role === 'string') &&
+    (call.solo === undefined || typeof call.solo === 'boolean')
   );
 }
 

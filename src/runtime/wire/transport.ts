@@ -1,3 +1,4 @@
+import type { MessagePort } from 'node:worker_threads';
 import type { TroupeError } from '../../errors.js';
 import type { MainToWorkerInput, WorkerWireItem } from './protocol.js';
 
@@ -38,6 +39,13 @@ export interface Transport {
    * that actor runs on, and report its actors' ends as results instead).
    */
   terminate(hostId: number, reason: string, actorId?: string): void;
+  /**
+   * Sends one item that carries MessagePorts (moved to the host, not copied),
+   * behind the items sent before it; false when the host is gone or this
+   * transport cannot move ports (its hosts are not threads of this process).
+   * Optional: a transport without it gets every item through `send`.
+   */
+  sendPorts?(hostId: number, item: MainToWorkerInput, ports: readonly MessagePort[]): boolean;
   /** Asks every host to shut down, waits up to `graceMs`, then stops what is left. */
   close(graceMs: number): Promise<void>;
 }
