@@ -115,11 +115,7 @@ export class Runtime {
           this.#toolPool?.hostDown(hostId);
           this.#lifecycle.hostDown(hostId, error);
         },
-        hostUp: (hostId) => {
-          // With user tools on the pool, its threads start with the first host, so lanes are open before the first call.
-          if (isolatesTools(options)) this.#pooled().start();
-          this.#toolPool?.hostUp(hostId);
-        },
+        hostUp: (hostId) => this.#toolPool?.hostUp(hostId),
         error: (error, fatal) => this.#onTransportError(error, fatal),
         closedFor: (actorId) => this.#router.closedFor(actorId),
         journalFor: (record) =>
@@ -194,6 +190,11 @@ export class Runtime {
       emit: (agentId, payload) => this.#emit(agentId, payload),
       closed: () => this.#closed,
       fatal: () => this.#fatal,
+      // The tool threads start with the first actor that may call a user tool,
+      // so its hosts have lanes to them before its first call.
+      userTools: () => {
+        if (isolatesTools(options)) this.#pooled().start();
+      },
     });
     this.bus.on('model.response', (event) => {
       this.#ledger.record(event.agentId, event.usage);

@@ -2,6 +2,7 @@ import { errorMessage, plainError, type SerializedError, TroupeError } from '../
 import type { EventPayload } from '../../events/schema.js';
 import { describeModel, type ModelSpec } from '../../model/model.js';
 import type { ToolIndex } from '../../roles/tool-index.js';
+import { isBuiltinToolName } from '../../tools/catalogue.js';
 import type { PermissionTier } from '../../tools/tool.js';
 import type { BudgetGuard } from '../budget/budget-guard.js';
 import type { UsageLedger } from '../budget/usage-ledger.js';
@@ -37,6 +38,8 @@ export interface AdmissionDeps {
   closed(): boolean;
   /** The transport's fatal error, once it had one. */
   fatal(): TroupeError | undefined;
+  /** An actor whose role names a tool that is not built in is about to be placed (optional). */
+  userTools?(): void;
 }
 
 /**
@@ -102,8 +105,10 @@ export class Admission {
   // A role whose tools are unknown or need an ungranted tier fails here, before it runs.
   #afterCheck(record: ActorRecord, error: TroupeError | undefined): void {
     if (record.state !== 'queued') return;
-    if (error === undefined) this.#deps.scheduler.enqueue(record);
-    else
+    if (error === undefined) {
+      if (!record.role.tools.every(isBuiltinToolName)) this.#deps.userTools?.();
+      this.#deps.scheduler.enqueue(record);
+    } else
       this.#deps.lifecycle.finish(
         record,
         'failed',
