@@ -8,6 +8,7 @@ import type {
   UnsequencedEvent,
 } from '../events/schema.js';
 import type { Model } from '../model/model.js';
+import { outputTokenLimits } from '../model/output-tokens.js';
 import {
   type AssistantMessage,
   addUsage,
@@ -17,6 +18,7 @@ import {
   type ModelResponse,
   type ToolCall,
   type ToolMessage,
+  type ToolSchema,
   type Usage,
 } from '../model/types.js';
 import { ToolRegistry, type ToolResult } from '../tools/registry.js';
@@ -24,6 +26,7 @@ import type { ToolContext } from '../tools/tool.js';
 import { createRunId } from '../util/ids.js';
 import { truncateEnd } from '../util/truncate.js';
 import { type LibraryWarning, withWarningSink } from '../util/warnings.js';
+import { type CallAllowance, type CallGrant, estimatePromptTokens } from './allowance.js';
 import { TokenBudget, type TokenBudgetLimits } from './budget.js';
 import {
   type CompressionOptions,
@@ -61,6 +64,12 @@ export interface AgentConfig {
   /** Model calls per run before it stops with `max_steps` (default 10). */
   maxSteps?: number | undefined;
   budget?: TokenBudgetLimits | undefined;
+  /**
+   * The run's tree budget: each model call reserves its prompt and output
+   * tokens here before it is sent, and its `max_tokens` is capped by what is
+   * left; a call that does not fit is not sent and the run stops (`budget`).
+   */
+  allowance?: CallAllowance | undefined;
   compression?: CompressionOptions | undefined;
   /** Where events go: the EventBus, or a worker's forwarder. */
   events?: EventSink | undefined;
@@ -304,6 +313,12 @@ export class Agent {
         if (this.#config.compression !== undefined) await this.#maybeCompress(state);
         response = await this.#callModel(state, index);
       } catch (error) {
+        // Refused by the tree budget: the call was not sent.
+        if (isTroupeError(error, 'budget.exceeded')) {
+          const serialized = serializeError(error);
+          this.#step(state, 'error', serialized.message);
+          return this.#stop(state, 'budget', serialized);
+        }
         if (signal.aborted || isTroupeError(error, 'cancelled')) {
           return this.#stop(state, 'cancelled');
         }
@@ -350,24 +365,80 @@ export class Agent {
     const journal = this.#config.journal;
     const hash = journal === undefined ? undefined : requestHash(state.messages, tools);
     const recorded = hash === undefined ? undefined : this.#recorded(call, hash);
-    this.#emit({
-      type: 'model.request',
-      step: index,
-      messages: state.messages.length,
-      tools: tools.length,
-      ...(recorded === undefined ? {} : { replayed: true }),
-    });
     if (recorded !== undefined) {
+      this.#emit({
+        type: 'model.request',
+        step: index,
+        messages: state.messages.length,
+        tools: tools.length,
+        replayed: true,
+      });
       state.replayed = true;
       // No new tokens: what the recorded call cost is what the resume saved.
       const response: ModelResponse = { ...recorded, usage: NO_USAGE };
       this.#responded(response, recorded.usage);
       return Promise.resolve(response);
     }
-    const request: ModelRequest =
-      tools.length > 0
-        ? { messages: state.messages, tools, caller: { name: this.name, role: this.#config.role } }
-        : { messages: state.messages, caller: { name: this.name, role: this.#config.role } };
+    const allowance = this.#config.allowance;
+    if (allowance === undefined) return this.#send(state, index, tools, call, hash, undefined);
+    return this.#reserve(allowance, state.messages, tools, state.signal).then((grant) =>
+      this.#send(state, index, tools, call, hash, grant.maxTokens).then(
+        (response) => {
+          // After model.response: the budget has counted the usage before the room is given back.
+          grant.settle(response.usage);
+          return response;
+        },
+        (error: unknown) => {
+          grant.settle(settledBy(error, state.signal));
+          throw error;
+        },
+      ),
+    );
+  }
+
+  // Room in the tree budget for one call, or a budget.exceeded error that says why there is none.
+  async #reserve(
+    allowance: CallAllowance,
+    messages: readonly Message[],
+    tools: readonly ToolSchema[],
+    signal: AbortSignal,
+  ): Promise<Extract<CallGrant, { ok: true }>> {
+    const { wanted, minimum } = outputTokenLimits(this.#config.model.spec);
+    const grant = await allowance.reserve(
+      {
+        promptTokens: estimatePromptTokens(messages, tools),
+        maxTokens: wanted,
+        minTokens: minimum,
+      },
+      signal,
+    );
+    if (!grant.ok) {
+      if (signal.aborted) throw new TroupeError('cancelled', grant.reason);
+      throw new TroupeError('budget.exceeded', grant.reason);
+    }
+    return grant;
+  }
+
+  #send(
+    state: RunState,
+    index: number,
+    tools: readonly ToolSchema[],
+    call: number,
+    hash: string | undefined,
+    maxTokens: number | undefined,
+  ): Promise<ModelResponse> {
+    const journal = this.#config.journal;
+    this.#emit({
+      type: 'model.request',
+      step: index,
+      messages: state.messages.length,
+      tools: tools.length,
+      ...(maxTokens === undefined ? {} : { maxTokens }),
+    });
+    const caller = { name: this.name, role: this.#config.role };
+    const request: ModelRequest = { messages: state.messages, caller };
+    if (tools.length > 0) request.tools = tools;
+    if (maxTokens !== undefined) request.maxTokens = maxTokens;
     const called = callModel(this.#config.model, request, {
       stream: this.#config.stream ?? true,
       signal: state.signal,
@@ -611,23 +682,35 @@ export class Agent {
     });
   }
 
-  // The default summarizer: one call to the agent's own model, without tools.
+  // The default summarizer: one call to the agent's own model, without tools (budgeted like any call).
   async #summarize(state: RunState, middle: Message[], signal: AbortSignal): Promise<string> {
-    const response = await this.#config.model.complete(
+    const messages: Message[] = [
       {
-        messages: [
-          {
-            role: 'system',
-            content:
-              'Summarize this part of an agent conversation for the agent itself: keep facts found, decisions, file names, numbers and open questions. Be concise.',
-          },
-          { role: 'user', content: transcript(middle) },
-        ],
-        caller: { name: this.name, role: this.#config.role },
+        role: 'system',
+        content:
+          'Summarize this part of an agent conversation for the agent itself: keep facts found, decisions, file names, numbers and open questions. Be concise.',
       },
-      { signal },
-    );
+      { role: 'user', content: transcript(middle) },
+    ];
+    const allowance = this.#config.allowance;
+    const grant =
+      allowance === undefined ? undefined : await this.#reserve(allowance, messages, [], signal);
+    let response: ModelResponse;
+    try {
+      response = await this.#config.model.complete(
+        {
+          messages,
+          caller: { name: this.name, role: this.#config.role },
+          ...(grant === undefined ? {} : { maxTokens: grant.maxTokens }),
+        },
+        { signal },
+      );
+    } catch (error) {
+      grant?.settle(settledBy(error, signal));
+      throw error;
+    }
     this.#recordUsage(state, response.usage);
+    grant?.settle(response.usage);
     return response.content;
   }
 
@@ -681,4 +764,20 @@ export class Agent {
       this.#emit({ type: 'callback.error', callback: name, error: serializeError(error) });
     }
   }
+}
+
+// Errors after which the provider may have billed the prompt: the request got
+// through and its answer was lost (cancelled, cut, timed out, unreadable).
+const BILLED_ERRORS = new Set<string>([
+  'cancelled',
+  'timeout',
+  'model.stream_interrupted',
+  'model.connection',
+  'model.bad_response',
+]);
+
+// How a call that got no response ended, for the budget: possibly billed, or refused with an error answer.
+function settledBy(error: unknown, signal: AbortSignal): 'aborted' | 'failed' {
+  if (signal.aborted) return 'aborted';
+  return isTroupeError(error) && !BILLED_ERRORS.has(error.code) ? 'failed' : 'aborted';
 }

@@ -99,6 +99,8 @@ export const AgentEventSchema = z.discriminatedUnion('type', [
     tools: z.number().int().nonnegative(),
     /** Answered from the run's journal (resume): no request reaches the model. */
     replayed: z.boolean().optional(),
+    /** The call's `max_tokens` when the tree budget capped it (budgeted runs). */
+    maxTokens: z.number().int().positive().optional(),
   }),
   e.extend({
     type: z.literal('model.delta'),

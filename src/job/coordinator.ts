@@ -130,7 +130,10 @@ function buildCoordinator(
   options: CoordinatorOptions,
   state: CoordinatorState,
   model: Model,
+  lastTurn = false,
 ): Agent {
+  // In a budgeted run each call reserves its room; the last turn may use the share kept for it.
+  const allowance = runtime.allowance(COORDINATOR_ID, { lastTurn });
   const names = options.roles ?? runtime.roles.map((role) => role.name);
   const settings = runtime.toolSettings;
   const read = createBuiltinRegistry({ names: ['list_dir', 'read_file'] }).list();
@@ -146,6 +149,7 @@ function buildCoordinator(
     system: options.system ?? coordinatorPrompt(runtime, names),
     maxSteps: options.maxSteps ?? 20,
     events: runtime.events,
+    ...(allowance === undefined ? {} : { allowance }),
     beforeFinal: () => state.beforeFinal(),
     ...(runtime.journal === undefined || options.journalKey === undefined
       ? {}
@@ -315,6 +319,7 @@ export async function runJob(options: JobOptions): Promise<JobResult> {
         },
         state,
         model,
+        true,
       );
       last.resetHistory(result.messages);
       const done = [...state.results.values()];
@@ -325,6 +330,12 @@ export async function runJob(options: JobOptions): Promise<JobResult> {
       );
       result = {
         ...lastTurn,
+        // Not even the last turn fitted: the results so far are the answer, said as such.
+        ...(lastTurn.stopReason === 'budget'
+          ? {
+              final: `The run's ${crossing.metric} budget ran out before the coordinator could write its answer.${summary}`,
+            }
+          : {}),
         usage: addUsage(result.usage, lastTurn.usage),
         steps: [...result.steps, ...lastTurn.steps],
       };
@@ -344,6 +355,7 @@ export async function runJob(options: JobOptions): Promise<JobResult> {
     crossing: runtime.budgetExceeded,
     result,
     depended: state.depended(),
+    spent: runtime.usage(),
   };
   const status = decideRunStatus(facts);
   const final = result?.final ?? '';

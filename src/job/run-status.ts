@@ -26,6 +26,8 @@ export interface RunOutcomeFacts {
   result: AgentResult | undefined;
   /** The sub-agents the run depended on: those the coordinator started, minus the excused. */
   depended: readonly ActorResult[];
+  /** What the whole tree spent, for the budget's message. */
+  spent?: { tokens: number; costUsd: number } | undefined;
 }
 
 /** The run's status from what happened. */
@@ -59,6 +61,8 @@ export function runError(
         `The run reached its time limit of ${humanDuration(crossing.limit)} and was stopped.`,
       ),
     );
+  else if (status === 'budget' && crossing !== undefined && facts.spent !== undefined)
+    error = plainError(new TroupeError('budget.exceeded', budgetMessage(crossing, facts.spent)));
   else if (result?.error !== undefined) error = result.error;
   else if (status === 'budget')
     error = plainError(new TroupeError('budget.exceeded', 'The run stopped at its budget.'));
@@ -80,4 +84,15 @@ export function runError(
     );
   }
   return { name: error.name, code: error.code, message: error.message };
+}
+
+// "The run stopped at its token budget: 19,512 of 20,000 tokens used."
+function budgetMessage(
+  crossing: BudgetCrossing,
+  spent: { tokens: number; costUsd: number },
+): string {
+  if (crossing.metric === 'cost')
+    return `The run stopped at its cost budget: $${spent.costUsd.toFixed(4)} of $${crossing.limit.toFixed(4)} spent.`;
+  const count = (value: number): string => Math.round(value).toLocaleString('en-US');
+  return `The run stopped at its token budget: ${count(spent.tokens)} of ${count(crossing.limit)} tokens used.`;
 }

@@ -100,6 +100,12 @@ export type ModelResponse = z.infer<typeof ModelResponseSchema>;
 export interface ModelRequest {
   messages: readonly Message[];
   tools?: readonly ToolSchema[];
+  /**
+   * The most output tokens this one call may produce (the provider's
+   * `max_tokens`); overrides the spec's `maxTokens`. The tree budget sets it
+   * to what the run has left (see outputTokenLimits).
+   */
+  maxTokens?: number | undefined;
   /** Who is asking; the scripted model matches on it, real providers ignore it. */
   caller?: { name: string; role?: string | undefined };
 }

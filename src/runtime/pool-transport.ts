@@ -35,6 +35,9 @@ export function hostConfigOf(runId: string, options: RuntimeOptions): HostConfig
     ...(options.journal === undefined ? {} : { journal: true }),
     ...(options.unsafeNoSandbox === true ? { unsafeNoSandbox: true } : {}),
     ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox }),
+    ...(options.budget?.tokens !== undefined || options.budget?.costUsd !== undefined
+      ? { budget: true }
+      : {}),
   };
 }
 

@@ -130,6 +130,7 @@ const RuntimeOptionsSchema = z.object({
       costUsd: positive.optional(),
       timeMs: positive.optional(),
       softRatio: z.number().gt(0).max(1).optional(),
+      lastTurnShare: z.number().min(0).lt(1).optional(),
     })
     .optional(),
   prices: z

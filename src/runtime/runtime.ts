@@ -1,3 +1,4 @@
+import type { CallAllowance } from '../agent/allowance.js';
 import { plainError, TroupeError } from '../errors.js';
 import { EventBus, type Unsubscribe } from '../events/bus.js';
 import { makeEvent } from '../events/envelope.js';
@@ -111,6 +112,9 @@ export class Runtime {
       {
         items: (hostId, items) => this.#link.items(hostId, items),
         hostDown: (hostId, error) => {
+          // The calls its actors had in flight are lost: charged their prompts, their room given back.
+          for (const record of this.#table.records())
+            if (record.hostId === hostId) this.#guard.reservations?.release(record.id);
           this.#link.hostDown(hostId);
           this.#toolPool?.hostDown(hostId);
           this.#lifecycle.hostDown(hostId, error);
@@ -158,6 +162,11 @@ export class Runtime {
         if (key !== undefined) this.#journal?.append(key, entry);
       },
       flushJournal: () => this.#journal?.flush(),
+      reserve: (request, signal) =>
+        this.#guard.reservations?.reserve(request, signal) ??
+        Promise.resolve({ ok: false, reason: 'This run keeps no token or cost budget.' }),
+      settle: (reservation, outcome, actorId) =>
+        this.#guard.reservations?.settle(reservation, outcome, actorId),
     });
     this.#guard = new BudgetGuard({
       limits: options.budget,
@@ -200,6 +209,10 @@ export class Runtime {
       this.#ledger.record(event.agentId, event.usage);
       this.#guard.spent(event.agentId);
     });
+    if (this.#guard.reserves) {
+      // An agent that finished holds no room (a lost thread's calls never settle).
+      this.bus.on('agent.finished', (event) => this.#guard.reservations?.release(event.agentId));
+    }
   }
 
   /**
@@ -273,6 +286,16 @@ export class Runtime {
   /** The first hard limit of the tree budget that was reached, if any. */
   get budgetExceeded(): BudgetCrossing | undefined {
     return this.#guard.exceeded;
+  }
+
+  /**
+   * Where an agent outside the pool (the coordinator) reserves room for each
+   * model call in the tree budget; undefined without a token or cost limit.
+   * `lastTurn` may use the share kept for the coordinator's last turn.
+   */
+  allowance(agentId: string, options: { lastTurn?: boolean } = {}): CallAllowance | undefined {
+    // A main-thread agent is a root of the tree: the coordinator, whose last turn is kept room for.
+    return this.#guard.allowance(agentId, { ...options, root: true });
   }
 
   /** Calls `listener` once when the tree budget's hard limit is reached. */

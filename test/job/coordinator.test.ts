@@ -228,7 +228,8 @@ describe('coordinator tools', () => {
     });
     const { runtime, events } = makeRuntime({
       roles: [spender],
-      budget: { tokens: 500 },
+      // About 2,900 of it are kept for the coordinator's last turn (its prompt plus 1,024).
+      budget: { tokens: 6000 },
       model: {
         provider: 'scripted',
         script: {
@@ -253,7 +254,7 @@ describe('coordinator tools', () => {
             {
               match: { role: 'spender' },
               toolCalls: [{ name: 'wait_for_cancel' }],
-              usage: { inputTokens: 100, outputTokens: 0 },
+              usage: { inputTokens: 100, outputTokens: 500 },
             },
           ],
         },
@@ -269,6 +270,14 @@ describe('coordinator tools', () => {
       .filter((event) => event.agentId === 'coordinator')
       .at(-1);
     expect(lastRequest?.tools).toBe(2);
+    // Every call was sent with a max_tokens the budget had room for, and the whole run stayed inside it.
+    const total = ofType(events, 'model.response').reduce(
+      (sum, event) => sum + event.usage.inputTokens + event.usage.outputTokens,
+      0,
+    );
+    expect(total).toBeLessThanOrEqual(6000);
+    for (const request of ofType(events, 'model.request'))
+      expect(request.maxTokens).toBeGreaterThan(0);
     expect(
       ofType(events, 'agent.finished')
         .filter((event) => event.role === 'spender')

@@ -2,6 +2,7 @@ import type { Anthropic } from '@anthropic-ai/sdk';
 import { TroupeError } from '../../errors.js';
 import { requestSignal } from '../../util/abort.js';
 import { createRedactor } from '../../util/redact.js';
+import { cappedThinkingBudget } from '../output-tokens.js';
 import type { AnthropicSpec, Model } from '../spec.js';
 import type { ModelCallOptions, ModelRequest, ModelResponse, ModelStreamPart } from '../types.js';
 import {
@@ -130,10 +131,19 @@ export class AnthropicModel implements Model {
     const client = this.#clientFor(sdk);
     const body = toAnthropicRequest(request, {
       model: this.spec.model,
-      maxTokens: this.#maxTokens,
-      thinking: this.spec.thinking,
+      maxTokens: request.maxTokens ?? this.#maxTokens,
+      thinking: this.#thinkingFor(request.maxTokens),
     });
     return { sdk, client, body };
+  }
+
+  // A call whose max_tokens the budget capped thinks less, so that the answer still has room.
+  #thinkingFor(maxTokens: number | undefined): AnthropicSpec['thinking'] {
+    const thinking = this.spec.thinking;
+    if (thinking === undefined || maxTokens === undefined || thinking.adaptive === true)
+      return thinking;
+    const budgetTokens = cappedThinkingBudget(thinking.budgetTokens, maxTokens);
+    return budgetTokens === undefined ? undefined : { ...thinking, budgetTokens };
   }
 
   #clientFor(sdk: AnthropicModule): Anthropic {

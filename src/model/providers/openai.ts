@@ -115,7 +115,7 @@ export class OpenAIModel implements Model {
     const body = toOpenAIRequest(request, {
       model: this.spec.model,
       temperature: this.spec.temperature,
-      maxTokens: this.spec.maxTokens,
+      maxTokens: request.maxTokens ?? this.spec.maxTokens,
       maxTokensField: this.#isOpenAIItself() ? 'max_completion_tokens' : 'max_tokens',
     });
     return { sdk, client, body };

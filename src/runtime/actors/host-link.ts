@@ -1,3 +1,4 @@
+import type { CallOutcome } from '../../agent/allowance.js';
 import type { JournalEntry } from '../../agent/journal.js';
 import { errorMessage, plainError, TroupeError } from '../../errors.js';
 import type { EventBus } from '../../events/bus.js';
@@ -5,6 +6,7 @@ import { looksLikeEvent } from '../../events/event-check.js';
 import type { EventPayload } from '../../events/schema.js';
 import type { DelegateInput } from '../../roles/delegation-tools.js';
 import type { ApprovalRequest } from '../../tools/tool.js';
+import type { ReservationAnswer, ReservationRequest } from '../budget/reservations.js';
 import type { Router } from '../messaging/router.js';
 import {
   type ChildAnswer,
@@ -38,6 +40,10 @@ export interface HostLinkDeps {
   journal(actorId: string, entry: JournalEntry): void;
   /** Makes appended journal records durable. */
   flushJournal(): void;
+  /** Room in the tree budget for a worker actor's model call (a budgeted run). */
+  reserve?(request: ReservationRequest, signal: AbortSignal): Promise<ReservationAnswer>;
+  /** A worker actor's budgeted call ended. */
+  settle?(reservation: number, outcome: CallOutcome, actorId: string): void;
 }
 
 type Item<TType extends WorkerToMain['type']> = Extract<WorkerToMain, { type: TType }>;
@@ -53,6 +59,8 @@ export class HostLink {
   readonly #deps: HostLinkDeps;
   // Pooled tool calls in flight, by host and request; progress waiting to go out with them.
   readonly #toolCalls = new Map<number, Map<number, { handle: ToolCallHandle; notes: string[] }>>();
+  // Budget asks still waiting for room, by host and request: a withdrawal aborts the wait.
+  readonly #asks = new Map<string, AbortController>();
 
   constructor(deps: HostLinkDeps) {
     this.#deps = deps;
@@ -108,6 +116,15 @@ export class HostLink {
         case 'tool.cancelled':
           this.#toolCalls.get(hostId)?.get(item.requestId)?.handle.cancel();
           break;
+        case 'budget.reserve':
+          this.#reserve(hostId, item);
+          break;
+        case 'budget.settle':
+          if (item.reservation !== undefined)
+            this.#deps.settle?.(item.reservation, item.outcome, item.actorId);
+          else if (item.requestId !== undefined)
+            this.#asks.get(`${hostId}:${item.requestId}`)?.abort();
+          break;
         case 'journal.entry':
           this.#deps.journal(item.actorId, item.entry as JournalEntry);
           break;
@@ -130,8 +147,9 @@ export class HostLink {
     this.#deps.flushJournal();
   }
 
-  /** A host is gone: the pooled tool calls its actors made are given up. */
+  /** A host is gone: the pooled tool calls its actors made are given up, and their budget asks. */
   hostDown(hostId: number): void {
+    for (const [key, ask] of this.#asks) if (key.startsWith(`${hostId}:`)) ask.abort();
     const calls = this.#toolCalls.get(hostId);
     this.#toolCalls.delete(hostId);
     for (const call of calls?.values() ?? []) call.handle.cancel();
@@ -196,6 +214,43 @@ export class HostLink {
         ...(answer.ok ? {} : { code: answer.code }),
       });
     });
+  }
+
+  #reserve(hostId: number, item: Item<'budget.reserve'>): void {
+    const reply = (answer: ReservationAnswer): void =>
+      this.#deps.scheduler.reply(hostId, {
+        type: 'budget.answered',
+        requestId: item.requestId,
+        ...(answer.ok
+          ? { ok: true, maxTokens: answer.maxTokens, reservation: answer.id }
+          : { ok: false, reason: answer.reason }),
+      });
+    const reserve = this.#deps.reserve;
+    if (reserve === undefined) {
+      // No budget on this side: the call goes with the max_tokens it asked for, unreserved.
+      this.#deps.scheduler.reply(hostId, {
+        type: 'budget.answered',
+        requestId: item.requestId,
+        ok: false,
+        reason: 'This runtime keeps no token or cost budget; the host should not ask for room.',
+      });
+      return;
+    }
+    const key = `${hostId}:${item.requestId}`;
+    const ask = new AbortController();
+    this.#asks.set(key, ask);
+    const { actorId, promptTokens, maxTokens, minTokens } = item;
+    void reserve({ agentId: actorId, promptTokens, maxTokens, minTokens }, ask.signal).then(
+      (answer) => {
+        this.#asks.delete(key);
+        if (ask.signal.aborted) {
+          // Withdrawn: room granted in the same turn goes straight back.
+          if (answer.ok) this.#deps.settle?.(answer.id, 'failed', actorId);
+          return;
+        }
+        reply(answer);
+      },
+    );
   }
 
   // Validated in the worker that produced it; here only the envelope is

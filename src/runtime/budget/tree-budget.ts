@@ -10,6 +10,11 @@ export interface TreeBudgetLimits {
   timeMs?: number | undefined;
   /** Fraction of a limit at which `budget.warning` is emitted (default 0.8). */
   softRatio?: number | undefined;
+  /**
+   * Share of the token and cost limits kept for the coordinator's last turn:
+   * no other call may use it (default 0.15; 0 keeps none).
+   */
+  lastTurnShare?: number | undefined;
 }
 
 /** A limit crossing, reported once per metric and kind. */
@@ -55,6 +60,13 @@ export class TreeBudget {
         `budget.softRatio must be in (0, 1], got ${softRatio}.`,
       );
     }
+    const share = limits.lastTurnShare;
+    if (share !== undefined && !(share >= 0 && share < 1)) {
+      throw new TroupeError(
+        'usage.invalid_option',
+        `budget.lastTurnShare must be in [0, 1), got ${share}.`,
+      );
+    }
     this.limits = { ...limits };
     this.#softRatio = softRatio;
   }
@@ -88,6 +100,18 @@ export class TreeBudget {
       }
     }
     return crossings;
+  }
+
+  /**
+   * Records a hard limit reached by other means than spending past it: the
+   * next model call does not fit in what is left. Returns false when a hard
+   * limit was already reached (it stays the first).
+   */
+  exceed(crossing: BudgetCrossing): boolean {
+    if (this.#exceeded !== undefined) return false;
+    this.#reported.add(`exceeded:${crossing.metric}`);
+    this.#exceeded = crossing;
+    return true;
   }
 
   #report(into: BudgetCrossing[], crossing: BudgetCrossing): boolean {

@@ -77,6 +77,12 @@ export class UsageLedger {
     return cost;
   }
 
+  /** The price of `agentId`'s model, when the table has one. */
+  priceOf(agentId: string): ModelPrice | undefined {
+    const entry = this.#entries.get(agentId);
+    return entry === undefined ? undefined : this.#prices[entry.model];
+  }
+
   /** Stops an agent's clock. */
   finish(agentId: string): void {
     const entry = this.#entries.get(agentId);

@@ -1,3 +1,4 @@
+import type { CallAsk, CallGrant } from '../../agent/allowance.js';
 import type { AgentJournal } from '../../agent/journal.js';
 import { errorMessage, serializeError, TroupeError } from '../../errors.js';
 import { checkEvent } from '../../events/event-check.js';
@@ -229,6 +230,9 @@ export class ActorHost {
       case 'journal.answered':
         this.#answer(item.requestId, undefined);
         return;
+      case 'budget.answered':
+        this.#answer(item.requestId, item);
+        return;
       case 'journal.stored': {
         const key = `${item.actorId}\n${item.step}`;
         this.#stored.get(key)?.();
@@ -398,7 +402,51 @@ export class ActorHost {
         actorId,
         request,
       })),
+    reserve: (actorId, ask, signal) => this.#reserve(actorId, ask, signal),
   };
+
+  // A round trip per budgeted model call: the main thread holds the one tree
+  // budget, so calls of every thread share it exactly (see ARCHITECTURE, Budgets).
+  #reserve(actorId: string, ask: CallAsk, signal: AbortSignal): Promise<CallGrant> {
+    if (this.#stopping)
+      return Promise.resolve({ ok: false, reason: 'The runtime is shutting down.' });
+    const requestId = this.#nextRequest;
+    this.#nextRequest += 1;
+    return new Promise<CallGrant>((resolve) => {
+      const onAbort = (): void => {
+        if (!this.#pending.delete(requestId)) return;
+        this.#out.push({ type: 'budget.settle', actorId, requestId, outcome: 'aborted' });
+        resolve({
+          ok: false,
+          reason: 'The call was cancelled while it waited for room in the budget.',
+        });
+      };
+      this.#pending.set(requestId, {
+        resolve: (value) => {
+          signal.removeEventListener('abort', onAbort);
+          const answer = value as Extract<MainToWorker, { type: 'budget.answered' }>;
+          const { reservation, maxTokens } = answer;
+          if (!answer.ok || reservation === undefined || maxTokens === undefined) {
+            resolve({ ok: false, reason: answer.reason ?? "The run's budget is used up." });
+            return;
+          }
+          resolve({
+            ok: true,
+            maxTokens,
+            settle: (outcome) =>
+              this.#out.push({ type: 'budget.settle', actorId, reservation, outcome }),
+          });
+        },
+        reject: (error) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve({ ok: false, reason: error.message });
+        },
+      });
+      this.#out.push({ type: 'budget.reserve', requestId, actorId, ...ask });
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
 
   #request<TAnswer>(build: (requestId: number) => WorkerWireItem): Promise<TAnswer> {
     if (this.#stopping) {

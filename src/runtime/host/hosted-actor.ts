@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Agent } from '../../agent/agent.js';
+import type { CallAllowance, CallAsk, CallGrant } from '../../agent/allowance.js';
 import type { AgentJournal } from '../../agent/journal.js';
 import { serializeError, TroupeError } from '../../errors.js';
 import { makeEvent } from '../../events/envelope.js';
@@ -39,6 +40,8 @@ export interface HostRequests {
     payload: unknown,
   ): Promise<{ ok: boolean; message: string; code?: string | undefined }>;
   approve(actorId: string, request: ApprovalRequest): Promise<boolean>;
+  /** Room in the tree budget for one model call of `actorId` (a budgeted run; see HostConfig.budget). */
+  reserve(actorId: string, ask: CallAsk, signal: AbortSignal): Promise<CallGrant>;
 }
 
 /** What a hosted actor is built from. */
@@ -264,10 +267,18 @@ export class HostedActor {
       role: role.name,
       toolContext,
       budget: role.budget,
+      allowance: this.#allowance(),
       stream: role.stream,
       inbox: () => this.#take(),
       journal: this.#options.journal,
     });
+  }
+
+  // A budgeted run's calls reserve their room with the main thread; without a budget, no round trip.
+  #allowance(): CallAllowance | undefined {
+    if (this.#options.config.budget !== true) return undefined;
+    const requests = this.#options.requests;
+    return { reserve: (ask, signal) => requests.reserve(this.id, ask, signal) };
   }
 
   #emit(payload: EventPayload): void {

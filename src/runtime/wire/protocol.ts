@@ -46,6 +46,11 @@ export const HostConfigSchema = z.object({
    * no lane, crosses to the main thread as `tool.requested`.
    */
   isolateTools: z.boolean().optional(),
+  /**
+   * The run has a token or cost budget: every model call reserves its room
+   * with the main thread first (`budget.reserve`), which caps its `max_tokens`.
+   */
+  budget: z.boolean().optional(),
 });
 export type HostConfig = z.infer<typeof HostConfigSchema>;
 
@@ -196,6 +201,18 @@ export const MainToWorkerSchema = z.discriminatedUnion('type', [
     blame: z.enum(['named', 'sole', 'nobody']),
     culprit: z.number().int().optional(),
   }),
+  /**
+   * The answer to `budget.reserve`: room for the call with its capped
+   * `max_tokens` and the reservation that settles it, or a refusal and why.
+   */
+  z.object({
+    type: z.literal('budget.answered'),
+    requestId: z.number().int(),
+    ok: z.boolean(),
+    maxTokens: z.number().int().positive().optional(),
+    reservation: z.number().int().positive().optional(),
+    reason: z.string().optional(),
+  }),
   /** A journal intent is durable: the tool may run. */
   z.object({ type: z.literal('journal.answered'), requestId: z.number().int() }),
   /** A `journal.record` is stored: the journaled actor's model call `step` may return. */
@@ -260,6 +277,27 @@ export const WorkerToMainSchema = z.discriminatedUnion('type', [
     input: z.unknown(),
     /** A suspect of a tool thread's death that nobody was named for: it runs alone. */
     solo: z.boolean().optional(),
+  }),
+  /** A model call asks for room in the tree budget before it is sent (HostConfig.budget). */
+  z.object({
+    type: z.literal('budget.reserve'),
+    requestId: z.number().int(),
+    actorId: z.string(),
+    promptTokens: z.number().int().nonnegative(),
+    maxTokens: z.number().int().positive(),
+    minTokens: z.number().int().positive(),
+  }),
+  /**
+   * A budgeted call ended: `reservation` (from the answer) settles with the
+   * call's usage, `aborted` or `failed`; `requestId` alone withdraws an ask
+   * still waiting for its answer (the call was cancelled).
+   */
+  z.object({
+    type: z.literal('budget.settle'),
+    actorId: z.string(),
+    reservation: z.number().int().positive().optional(),
+    requestId: z.number().int().optional(),
+    outcome: z.union([UsageSchema, z.literal('aborted'), z.literal('failed')]),
   }),
   /** The actor gave up on a pooled tool call (it was cancelled). */
   z.object({ type: z.literal('tool.cancelled'), requestId: z.number().int() }),

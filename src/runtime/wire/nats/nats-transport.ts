@@ -201,6 +201,7 @@ export class NatsTransport implements Transport {
       case 'spawn.answered':
       case 'child.answered':
       case 'tool.answered':
+      case 'budget.answered':
       case 'journal.answered': {
         const request = this.#requests.get(item.requestId);
         if (request === undefined) return;
@@ -407,6 +408,11 @@ export class NatsTransport implements Transport {
       const requestId = this.#requestsBack.get(`${node}\n${item.requestId}`);
       return requestId === undefined ? undefined : { ...item, requestId };
     }
+    // A withdrawn budget ask names its request; a settled reservation names the runtime's own id.
+    if (item.type === 'budget.settle' && item.requestId !== undefined) {
+      const requestId = this.#requestsBack.get(`${node}\n${item.requestId}`);
+      return requestId === undefined ? undefined : { ...item, requestId };
+    }
     if (item.type === 'host.error') {
       this.#handlers?.error(
         new TroupeError('runtime.protocol', `Node ${node}: ${item.error.message}`),
@@ -433,6 +439,7 @@ export class NatsTransport implements Transport {
       case 'spawn.requested':
       case 'child.requested':
       case 'tool.requested':
+      case 'budget.reserve':
       case 'journal.intent': {
         const requestId = this.#nextRequest;
         this.#nextRequest += 1;
@@ -442,6 +449,7 @@ export class NatsTransport implements Transport {
       }
       case 'actor.turn':
       case 'journal.entry':
+      case 'budget.settle':
         return item;
     }
   }

@@ -414,6 +414,8 @@ export class WorkerNode {
         ...(config.isolateTools === true ? { isolateTools: true } : {}),
         ...(config.unsafeNoSandbox === true ? { unsafeNoSandbox: true } : {}),
         ...(config.mcp === undefined ? {} : { mcp: config.mcp }),
+        // Budgeted calls reserve their room with the coordinator: the request goes up like any other.
+        ...(config.budget === true ? { budget: true } : {}),
       },
       resourceLimits: { maxYoungGenerationSizeMb: 4 },
       workerUrl: this.#options.workerUrl,
@@ -563,6 +565,7 @@ export class WorkerNode {
         case 'spawn.requested':
         case 'child.requested':
         case 'tool.requested':
+        case 'budget.reserve':
         case 'journal.intent': {
           if (live(item.actorId) === undefined) break;
           // Ids are per thread; the coordinator sees this node's, unique across its threads.
@@ -573,6 +576,16 @@ export class WorkerNode {
           break;
         }
         case 'tool.cancelled': {
+          const requestId = run.requestsBack.get(`${hostId}:${item.requestId}`);
+          if (requestId !== undefined) run.up.push({ ...item, requestId });
+          break;
+        }
+        case 'budget.settle': {
+          // A withdrawn ask names its request (renumbered here); a settled reservation, the runtime's own id.
+          if (item.requestId === undefined) {
+            run.up.push(item);
+            break;
+          }
           const requestId = run.requestsBack.get(`${hostId}:${item.requestId}`);
           if (requestId !== undefined) run.up.push({ ...item, requestId });
           break;
@@ -709,6 +722,7 @@ export class WorkerNode {
       case 'spawn.answered':
       case 'child.answered':
       case 'tool.answered':
+      case 'budget.answered':
       case 'journal.answered': {
         const request = run.requests.get(item.requestId);
         if (request === undefined) return;
