@@ -34,6 +34,30 @@ export const HAS_DESCRIPTOR_PATHS: boolean =
 
 const FOLDER_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 
+// Windows cannot open a folder as a file (no O_DIRECTORY): folders are then checked by path.
+const CAN_OPEN_FOLDERS = constants.O_DIRECTORY !== undefined;
+
+/** What the walk needs of an open folder. */
+type OpenFolder = Pick<FileHandle, 'fd' | 'stat' | 'close'>;
+
+// A stand-in for an open folder where folders cannot be opened: checked with lstat, closes
+// nothing, and its "descriptor" is never used (HAS_DESCRIPTOR_PATHS is false there).
+async function checkedFolderPath(
+  target: string,
+  relative: string,
+  label: string,
+): Promise<OpenFolder> {
+  const stats = await lstat(target).catch((error: unknown) => {
+    throw folderError(relative, error);
+  });
+  if (!stats.isDirectory()) throw changed(relative, label);
+  return {
+    fd: -1,
+    stat: (() => lstat(target)) as OpenFolder['stat'],
+    close: async () => undefined,
+  };
+}
+
 /** A folder inside an area, held open; files in it are addressed through `path`. */
 export interface FolderHandle {
   /**
@@ -211,11 +235,12 @@ function componentsOf(relative: string): string[] {
   return parts;
 }
 
-function descriptorPath(handle: FileHandle): string {
+function descriptorPath(handle: { fd: number }): string {
   return `/proc/self/fd/${handle.fd}`;
 }
 
-async function openFolder(target: string, relative: string, label: string): Promise<FileHandle> {
+async function openFolder(target: string, relative: string, label: string): Promise<OpenFolder> {
+  if (!CAN_OPEN_FOLDERS) return checkedFolderPath(target, relative, label);
   try {
     return await open(target, FOLDER_FLAGS);
   } catch (error) {

@@ -158,7 +158,7 @@ export interface ProtectedRemoval {
  * Folders a scan does not descend into: dependency trees whose code runs
  * anyway whenever the project runs (see docs/SECURITY.md, Protected paths).
  */
-export const UNSCANNED_FOLDERS: ReadonlySet<string> = new Set(['node_modules']);
+export const UNSCANNED_FOLDERS: ReadonlySet<string> = new Set(['node_modules', '.venv']);
 
 /** Folders a scan reads at the same time. */
 const SCAN_CONCURRENCY = 8;
@@ -346,7 +346,7 @@ export async function scanProtected(
 function tooManyFolders(maxFolders: number): TroupeError {
   return new TroupeError(
     'tool.refused',
-    `The writable folder holds more than ${maxFolders.toLocaleString('en-US')} folders (node_modules not counted), more than the sandbox checks for protected files (git hooks, .envrc …) before and after each exec call, so the call was not run. The user can narrow --workspace, keep writes in the run's output folder, or rerun with ${ALLOW_PROTECTED_FLAG}.`,
+    `The writable folder holds more than ${maxFolders.toLocaleString('en-US')} folders (node_modules and .venv not counted), more than the sandbox checks for protected files (git hooks, .envrc …) before and after each exec call, so the call was not run. The user can narrow --workspace, keep writes in the run's output folder, or rerun with ${ALLOW_PROTECTED_FLAG}.`,
   );
 }
 

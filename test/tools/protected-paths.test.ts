@@ -71,12 +71,13 @@ describe('guardProtectedPaths', () => {
 });
 
 describe('scanProtected', () => {
-  it('finds protected entries at any depth, without descending into them or node_modules', async () => {
+  it('finds protected entries at any depth, without descending into them, node_modules or .venv', async () => {
     const ws = world.workspace;
     await mkdir(path.join(ws, 'a', 'b', '.git', 'hooks'), { recursive: true });
     await mkdir(path.join(ws, 'a', '.github', 'workflows'), { recursive: true });
     await writeFile(path.join(ws, 'a', 'b', '.Envrc'), 'x');
     await mkdir(path.join(ws, 'node_modules', 'pkg', '.husky'), { recursive: true });
+    await mkdir(path.join(ws, '.venv', 'lib', '.git'), { recursive: true });
     await mkdir(path.join(ws, '.github', 'ISSUE_TEMPLATE'), { recursive: true });
     const scan = await scanProtected([ws]);
     expect([...scan.found.values()].map((found) => found.relative).sort()).toEqual([
