@@ -24,13 +24,15 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 const JOB = join(root, 'test', 'fixtures', 'journal', 'job.mjs');
 const ROLES = join(root, 'test', 'fixtures', 'journal', 'roles.mjs');
 const dirs: string[] = [];
-let server: JournalModelServer;
+// Kills run in two lanes at once, each with its own model server, so each lane counts its own requests.
+const LANES = 2;
+let servers: JournalModelServer[] = [];
 
 beforeAll(async () => {
-  server = await startJournalModelServer();
+  servers = await Promise.all(Array.from({ length: LANES }, () => startJournalModelServer()));
 });
 afterAll(async () => {
-  await server.close();
+  await Promise.all(servers.map((server) => server.close()));
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -70,9 +72,9 @@ function place(): Place {
 const TASK = 'Keep the ledger and write its report.';
 
 /** How a job is started: through the library (a script) or through the CLI. */
-type Runner = (at: Place, resume: boolean) => string[];
+type Runner = (server: JournalModelServer, at: Place, resume: boolean) => string[];
 
-const library: Runner = (at, resume) => [
+const library: Runner = (server, at, resume) => [
   JOB,
   server.baseURL,
   at.workspace,
@@ -82,7 +84,7 @@ const library: Runner = (at, resume) => [
 ];
 
 // `troupe run` puts the run folder under --out; the place's runDir is <out>/run-kill… once it exists.
-const cli: Runner = (at, resume) => [
+const cli: Runner = (server, at, resume) => [
   join(root, 'bin', 'troupe.js'),
   'run',
   ...(resume ? ['--resume', basename(runDirOf(at))] : [TASK]),
@@ -107,10 +109,11 @@ const cli: Runner = (at, resume) => [
 
 function start(
   runner: Runner,
+  server: JournalModelServer,
   at: Place,
   resume: boolean,
 ): { child: ChildProcess; done: Promise<number | null> } {
-  const child = spawn(process.execPath, runner(at, resume), {
+  const child = spawn(process.execPath, runner(server, at, resume), {
     cwd: root,
     env: {
       PATH: process.env['PATH'] ?? '/usr/bin:/bin',
@@ -140,21 +143,88 @@ const ledger = (at: Place): string[] =>
 /** Where a kill lands: the kth request's jth chunk written (mid-stream), or the nth ledger entry written (mid-tool). */
 type Moment = { kind: 'stream'; request: number; chunk: number } | { kind: 'tool'; entry: number };
 
+/** What an uninterrupted run did: the reference each killed and resumed run is held to. */
+interface Reference {
+  requests: number;
+  answer: string;
+}
+
 /**
- * Kills the job at each moment and resumes it, checking the request count at
- * the server, the ledger, the answer and report.md against an uninterrupted run.
+ * Kills the job at one moment on `server` and resumes it, checking the request
+ * count at the server, the ledger, the answer and report.md against the
+ * uninterrupted run. Returns whether the moment came before the run ended.
+ */
+async function killOnce(
+  runner: Runner,
+  server: JournalModelServer,
+  moment: Moment,
+  label: string,
+  reference: Reference,
+): Promise<boolean> {
+  const at = place();
+  server.reset();
+  let inFlight = -1;
+  const run = start(runner, server, at, false);
+  const kill = (): void => {
+    if (inFlight >= 0) return;
+    inFlight = server.received - server.finished;
+    run.child.kill('SIGKILL');
+  };
+  let watcher: NodeJS.Timeout | undefined;
+  if (moment.kind === 'stream') {
+    server.onChunk = (request, chunk, of) => {
+      if (request === moment.request && chunk === Math.min(moment.chunk, of - 1)) kill();
+    };
+  } else {
+    watcher = setInterval(() => {
+      if (ledger(at).length >= moment.entry) kill();
+    }, 5);
+  }
+  const code = await run.done;
+  server.onChunk = undefined;
+  clearInterval(watcher);
+  if (inFlight < 0) {
+    // The moment never came (the run ended first): it must have completed.
+    expect(code, label).toBe(0);
+    return false;
+  }
+  expect(code, label).toBe(null);
+  const killed = server.received;
+  // The resume, counted at the server on its own.
+  server.reset();
+  expect(await start(runner, server, at, true).done, label).toBe(0);
+  const resumed = server.received;
+  expect(killed + resumed - reference.requests, label).toBeGreaterThanOrEqual(0);
+  expect(killed + resumed - reference.requests, label).toBeLessThanOrEqual(inFlight);
+  // Each ledger entry at most once (an interrupted call is not run again), none twice.
+  const entries = ledger(at);
+  expect(new Set(entries).size, label).toBe(entries.length);
+  expect(readFileSync(join(runDirOf(at), 'answer.md'), 'utf8').trim(), label).toBe(
+    reference.answer,
+  );
+  expect(readFileSync(join(runDirOf(at), 'report.md'), 'utf8'), label).toBe(REPORT);
+  return true;
+}
+
+/**
+ * Kills the job at `kills` moments (each coordinator turn mid-stream, a
+ * mid-tool moment, then seeded ones) and resumes each, two at a time; returns
+ * how many moments came before their run ended.
  */
 async function killAndResume(runner: Runner, kills: number, seed: number, ledgered: boolean) {
   // The uninterrupted run: its request count, answer and report are the reference.
-  const reference = place();
+  const server = servers[0]!;
+  const first = place();
   server.reset();
-  expect(await start(runner, reference, false).done).toBe(0);
-  const uninterrupted = server.received;
+  expect(await start(runner, server, first, false).done).toBe(0);
+  const reference: Reference = {
+    requests: server.received,
+    answer: readFileSync(join(runDirOf(first), 'answer.md'), 'utf8').trim(),
+  };
   const agents = [...server.agents];
-  const answer = readFileSync(join(runDirOf(reference), 'answer.md'), 'utf8').trim();
-  expect(answer).toBe(FINAL);
-  expect(readFileSync(join(runDirOf(reference), 'report.md'), 'utf8')).toBe(REPORT);
-  if (ledgered) expect(ledger(reference).sort()).toEqual(CLERKS);
+  expect(reference.answer).toBe(FINAL);
+  expect(readFileSync(join(runDirOf(first), 'report.md'), 'utf8')).toBe(REPORT);
+  if (ledgered) expect(ledger(first).sort()).toEqual(CLERKS);
 
   const next = random(seed);
   const coordinatorRequests = agents.flatMap((agent, index) =>
@@ -173,57 +243,22 @@ async function killAndResume(runner: Runner, kills: number, seed: number, ledger
         ? { kind: 'tool', entry: 1 + Math.floor(next() * CLERKS.length) }
         : {
             kind: 'stream',
-            request: 1 + Math.floor(next() * uninterrupted),
+            request: 1 + Math.floor(next() * reference.requests),
             chunk: Math.floor(next() * 6),
           },
     );
   }
 
   let landed = 0;
-  for (const [index, moment] of moments.entries()) {
-    const label = `kill ${index + 1}: ${JSON.stringify(moment)}`;
-    const at = place();
-    server.reset();
-    let inFlight = -1;
-    const run = start(runner, at, false);
-    const kill = (): void => {
-      if (inFlight >= 0) return;
-      inFlight = server.received - server.finished;
-      run.child.kill('SIGKILL');
-    };
-    let watcher: NodeJS.Timeout | undefined;
-    if (moment.kind === 'stream') {
-      server.onChunk = (request, chunk, of) => {
-        if (request === moment.request && chunk === Math.min(moment.chunk, of - 1)) kill();
-      };
-    } else {
-      watcher = setInterval(() => {
-        if (ledger(at).length >= moment.entry) kill();
-      }, 5);
+  let taken = 0;
+  const lane = async (laneServer: JournalModelServer): Promise<void> => {
+    while (taken < moments.length) {
+      const index = taken++;
+      const label = `kill ${index + 1}: ${JSON.stringify(moments[index])}`;
+      if (await killOnce(runner, laneServer, moments[index]!, label, reference)) landed += 1;
     }
-    const code = await run.done;
-    server.onChunk = undefined;
-    clearInterval(watcher);
-    if (inFlight < 0) {
-      // The moment never came (the run ended first): it must have completed.
-      expect(code, label).toBe(0);
-      continue;
-    }
-    landed += 1;
-    expect(code, label).toBe(null);
-    const killed = server.received;
-    // The resume, counted at the server on its own.
-    server.reset();
-    expect(await start(runner, at, true).done, label).toBe(0);
-    const resumed = server.received;
-    expect(killed + resumed - uninterrupted, label).toBeGreaterThanOrEqual(0);
-    expect(killed + resumed - uninterrupted, label).toBeLessThanOrEqual(inFlight);
-    // Each ledger entry at most once (an interrupted call is not run again), none twice.
-    const entries = ledger(at);
-    expect(new Set(entries).size, label).toBe(entries.length);
-    expect(readFileSync(join(runDirOf(at), 'answer.md'), 'utf8').trim(), label).toBe(answer);
-    expect(readFileSync(join(runDirOf(at), 'report.md'), 'utf8'), label).toBe(REPORT);
-  }
+  };
+  await Promise.all(servers.map(lane));
   return landed;
 }
 
@@ -232,7 +267,7 @@ describe('killing a journaled multi-agent job with SIGKILL', () => {
     expect(await killAndResume(library, 20, 14, true)).toBeGreaterThanOrEqual(18);
   }, 600_000);
 
-  it('through the CLI (kill -9, troupe run --resume) against the local model server, counting requests there', async () => {
-    expect(await killAndResume(cli, 6, 15, false)).toBeGreaterThanOrEqual(5);
+  it('through the CLI at 20 seeded moments (kill -9, troupe run --resume) against the local model server, counting requests there', async () => {
+    expect(await killAndResume(cli, 20, 15, false)).toBeGreaterThanOrEqual(18);
   }, 600_000);
 });
