@@ -265,9 +265,9 @@ async function killAndResume(runner: Runner, kills: number, seed: number, ledger
 describe('killing a journaled multi-agent job with SIGKILL', () => {
   it('at 20 seeded moments: resume pays only the calls in flight, runs no non-idempotent tool twice, and ends as an uninterrupted run', async () => {
     expect(await killAndResume(library, 20, 14, true)).toBeGreaterThanOrEqual(18);
-  }, 600_000);
+  }, 900_000);
 
   it('through the CLI at 20 seeded moments (kill -9, troupe run --resume) against the local model server, counting requests there', async () => {
     expect(await killAndResume(cli, 20, 15, false)).toBeGreaterThanOrEqual(18);
-  }, 600_000);
+  }, 900_000);
 });
