@@ -1,5 +1,9 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AgentEvent } from '../../src/events/schema.js';
+import { findingsChannel } from '../../src/roles/builtin.js';
 import { defineRole } from '../../src/roles/role.js';
 import { createNatsTransport } from '../../src/runtime/nats-setup.js';
 import { Runtime } from '../../src/runtime/runtime.js';
@@ -11,7 +15,7 @@ import {
   startMockOpenAIServer,
 } from '../helpers/mock-openai-server.js';
 import { NatsServer, natsServerBinary } from '../helpers/nats-server.js';
-import { expectWellFormed, ofType } from './helpers.js';
+import { expectWellFormed, FAULT_TOOLS, ofType } from './helpers.js';
 import { type NodeProcess, startNode, stopNode } from './nats-helpers.js';
 
 const worker = defineRole({ name: 'worker', description: 'w', system: 'w' });
@@ -20,6 +24,7 @@ let server: NatsServer;
 const nodes: NodeProcess[] = [];
 const runtimes: Runtime[] = [];
 const mocks: MockOpenAIServer[] = [];
+const dirs: string[] = [];
 
 beforeEach(async () => {
   server = await NatsServer.start();
@@ -30,6 +35,7 @@ afterEach(async () => {
   await Promise.all(nodes.splice(0).map((node) => stopNode(node)));
   await Promise.all(mocks.splice(0).map((mock) => mock.close()));
   await server.dispose();
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
 async function natsRuntime(
@@ -251,5 +257,130 @@ describe.skipIf(natsServerBinary() === undefined)('NATS transport', () => {
     for (const result of failed) expect(result.error?.message).toMatch(/NATS|node/);
     expect(failed.length, nodes.map((node) => node.log.join('\n')).join('\n')).toBeLessThan(actors);
     expectWellFormed(run.events, ['coordinator']);
+  }, 120_000);
+
+  it('streams typed channel messages from researchers on one node to the analyst on another', async () => {
+    const workspace = mkdtempSync(join(tmpdir(), 'troupe-nats-pipeline-'));
+    dirs.push(workspace);
+    // A researcher the test can hold at a gate (wait_for_file, from the fault tools module).
+    const scout = defineRole({
+      name: 'scout',
+      description: 's',
+      system: 's',
+      tools: ['wait_for_file'],
+      publishes: [findingsChannel],
+    });
+    const finding = (source: string) => ({
+      source,
+      title: `About ${source}`,
+      summary: `What ${source} says.`,
+      keyPoints: ['a point'],
+      figures: ['42 GW in 2023'],
+    });
+    const gate = (agent: string, call: number, path: string) => ({
+      match: { agent, call },
+      toolCalls: [{ name: 'wait_for_file', arguments: { path } }],
+    });
+    // node-a hosts two actors at most: the two researchers fill it, so the analyst goes to node-b.
+    nodes.push(await startNode(server.url, 'node-a', ['--max-actors', '2']));
+    const { runtime, events } = await natsRuntime({
+      roles: [scout],
+      workspace,
+      grants: ['read', 'write'],
+      toolModules: [FAULT_TOOLS],
+      model: {
+        provider: 'scripted',
+        script: {
+          steps: [
+            // Both researchers wait until the analyst runs; scout-1 publishes, then stays until
+            // the analyst has read its finding (the "read" gate), when scout-2 publishes.
+            gate('scout-1', 1, 'start'),
+            {
+              match: { agent: 'scout-1', call: 2 },
+              toolCalls: [{ name: 'publish_findings', arguments: finding('solar.md') }],
+            },
+            gate('scout-1', 3, 'read'),
+            { match: { agent: 'scout-1' }, content: 'scout-1 done' },
+            gate('scout-2', 1, 'start'),
+            gate('scout-2', 2, 'read'),
+            {
+              match: { agent: 'scout-2', call: 3 },
+              toolCalls: [{ name: 'publish_findings', arguments: finding('wind.md') }],
+            },
+            { match: { agent: 'scout-2' }, content: 'scout-2 done' },
+            {
+              match: { role: 'analyst', lastUserContains: 'closed' },
+              content: 'analysis of solar.md and wind.md',
+            },
+            { match: { role: 'analyst' }, content: 'interim note', repeat: true },
+            {
+              match: { role: 'reporter', conversationContains: 'analysis of solar.md and wind.md' },
+              content: 'report written',
+            },
+          ],
+        },
+      },
+    });
+    runtime.registerRoot('coordinator', { model: { provider: 'offline' }, task: 'pipeline' });
+    runtime.bus.on('message.received', (event) => {
+      if (event.role === 'analyst') writeFileSync(join(workspace, 'read'), 'open');
+    });
+    // Waits until every one of `ids` runs on `node` (judged after the event is recorded).
+    const placedOn = (ids: readonly string[], node: string): Promise<void> =>
+      new Promise<void>((resolve) => {
+        const check = (): boolean => ids.every((id) => nodeOf(events).get(id) === node);
+        if (check()) return resolve();
+        const off = runtime.bus.on('agent.progress', () =>
+          queueMicrotask(() => {
+            if (!check()) return;
+            off();
+            resolve();
+          }),
+        );
+      });
+
+    // The researcher → analyst → reporter pipeline, its researchers placed first.
+    const options = { parent: 'coordinator' };
+    const researchers = ['solar.md', 'wind.md'].map((topic) =>
+      runtime.spawn('scout', `Research ${topic} and publish findings.`, options),
+    );
+    await placedOn(['scout-1', 'scout-2'], 'node-a');
+    nodes.push(await startNode(server.url, 'node-b'));
+    const analyst = runtime.spawn('analyst', 'Analyse the findings as they arrive.', options);
+    await placedOn(['analyst-1'], 'node-b');
+    writeFileSync(join(workspace, 'start'), 'open');
+    const research = await Promise.all(researchers.map((ref) => ref.result));
+    const analysis = await analyst.result;
+    const report = await runtime.spawn(
+      'reporter',
+      `Write the final report.\n\nAnalysis:\n${analysis.final}`,
+      options,
+    ).result;
+
+    expect(research.map((entry) => entry.final)).toEqual(['scout-1 done', 'scout-2 done']);
+    expect(analysis.final).toBe('analysis of solar.md and wind.md');
+    expect(report.final).toBe('report written');
+    // Both findings crossed from node-a to node-b, validated, in the order they were sent;
+    // the analyst read the first while the second researcher still worked.
+    const received = ofType(events, 'message.received').filter(
+      (event) => event.agentId === 'analyst-1',
+    );
+    const sent = new Map(
+      ofType(events, 'message.sent').map((event) => [event.messageId, event] as const),
+    );
+    expect(
+      received.map((event) => [
+        sent.get(event.messageId)?.agentId,
+        sent.get(event.messageId)?.payload,
+      ]),
+    ).toEqual([
+      ['scout-1', finding('solar.md')],
+      ['scout-2', finding('wind.md')],
+    ]);
+    const scout2Finished = ofType(events, 'agent.finished').find(
+      (event) => event.agentId === 'scout-2',
+    );
+    expect(received[0]?.seq).toBeLessThan(scout2Finished?.seq ?? -1);
+    expectWellFormed(events, ['coordinator']);
   }, 120_000);
 });
