@@ -55,6 +55,8 @@ export class RunState {
   diverged = 0;
   /** Roles that run without some tools, from `role.adapted`: "researcher without fetch_url (network)". */
   readonly adaptations: Array<{ role: string; dropped: string[]; tiers: string[] }> = [];
+  /** The tree budget's limit that stopped the run, from its `budget.exceeded` (scope tree). */
+  budgetStop: { metric: 'tokens' | 'cost' | 'time'; limit: number } | undefined;
   readonly #price: PriceFunction | undefined;
 
   constructor(options: { price?: PriceFunction | undefined } = {}) {
@@ -166,6 +168,8 @@ export class RunState {
         break;
       case 'budget.exceeded':
         agent.progress = `budget exceeded: ${describeBudget(event.metric, event.used, event.limit)}`;
+        if (event.scope === 'tree')
+          this.budgetStop ??= { metric: event.metric, limit: event.limit };
         break;
       case 'history.compressed':
         agent.progress = `history compressed: ${event.beforeMessages} → ${event.afterMessages} messages`;

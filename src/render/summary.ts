@@ -1,6 +1,7 @@
 import { totalTokens } from '../model/types.js';
 import {
   type AgentView,
+  describeBudget,
   formatCost,
   formatDuration,
   formatTokens,
@@ -96,6 +97,14 @@ export function summaryLines(
           `  resumed: ${state.replayedCalls} model call${state.replayedCalls === 1 ? '' : 's'} replayed from the journal, ${formatTokens(totalTokens(state.replayedUsage))} tokens saved${state.diverged > 0 ? ` · ${state.diverged} agent${state.diverged === 1 ? '' : 's'} diverged from the journal and went live` : ''}`,
         ]
       : [];
+  const stop = state.budgetStop;
+  // What stopped the run and how much of the budget it used, in the run's own totals.
+  const budget =
+    state.status === 'budget' && stop !== undefined && stop.metric !== 'time'
+      ? [
+          `  stopped by its ${stop.metric === 'cost' ? 'cost' : 'token'} budget: ${describeBudget(stop.metric, stop.metric === 'cost' ? cost : totalTokens(state.totalUsage()), stop.limit)} used`,
+        ]
+      : [];
   const rows = roles.map((role) =>
     rowFor(
       role,
@@ -107,6 +116,7 @@ export function summaryLines(
   return [
     palette.bold(headline),
     ...lines.map((line, index) => (index === 0 ? palette.dim(`  ${line}`) : `  ${line}`)),
+    ...budget,
     ...failureLines(agents, palette, width),
     ...resumed,
     ...state.adaptations.map(

@@ -56,6 +56,9 @@ export type OpenAIReply =
     }
   | { kind: 'raw'; contentType: string; body: string };
 
+// What a reply reports when it states no usage.
+const DEFAULT_USAGE = { prompt: 10, completion: 5 };
+
 /** A normal reply. */
 export function openaiReply(spec: OpenAIReplySpec): OpenAIReply {
   return { kind: 'reply', ...spec };
@@ -89,6 +92,11 @@ export interface MockOpenAIServer {
   readonly abandoned: number;
   /** When each of those was closed (Date.now()), in order. */
   readonly hangUps: readonly number[];
+  /**
+   * Tokens a provider would bill: the usage (prompt + completion) of every
+   * reply sent whole, plus the prompt of every request the client closed first.
+   */
+  readonly billedTokens: number;
   /** Resolves once `predicate` holds, checked after every request starts and ends. */
   until(predicate: () => boolean): Promise<void>;
   close(): Promise<void>;
@@ -112,6 +120,7 @@ export async function startMockOpenAIServer(
   let inFlight = 0;
   let abandoned = 0;
   const hangUps: number[] = [];
+  let billedTokens = 0;
   const waiters = new Set<{ predicate: () => boolean; resolve: () => void }>();
   const changed = (): void => {
     for (const waiter of waiters) {
@@ -172,13 +181,15 @@ export async function startMockOpenAIServer(
     }
     completionCount += 1;
     inFlight += 1;
+    const usage = reply.kind === 'reply' ? (reply.usage ?? DEFAULT_USAGE) : undefined;
     const hungUp = new Promise<void>((resolve) => {
       response.once('close', () => {
         inFlight -= 1;
         if (!response.writableFinished) {
           abandoned += 1;
           hangUps.push(Date.now());
-        }
+          billedTokens += usage?.prompt ?? 0;
+        } else if (usage !== undefined) billedTokens += usage.prompt + usage.completion;
         resolve();
         changed();
       });
@@ -213,6 +224,9 @@ export async function startMockOpenAIServer(
     },
     get abandoned() {
       return abandoned;
+    },
+    get billedTokens() {
+      return billedTokens;
     },
     hangUps,
     until: (predicate) =>
@@ -258,7 +272,7 @@ async function answer(
     },
   }));
   const finishReason = reply.finishReason ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop');
-  const usage = wireUsage(reply.usage ?? { prompt: 10, completion: 5 });
+  const usage = wireUsage(reply.usage ?? DEFAULT_USAGE);
   const reasoningField = reply.reasoningField ?? 'reasoning_content';
 
   if (body['stream'] !== true) {

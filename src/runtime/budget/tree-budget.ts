@@ -109,6 +109,8 @@ export class TreeBudget {
    */
   exceed(crossing: BudgetCrossing): boolean {
     if (this.#exceeded !== undefined) return false;
+    // The warning would come after the stop: it says nothing more.
+    this.#reported.add(`warning:${crossing.metric}`);
     this.#reported.add(`exceeded:${crossing.metric}`);
     this.#exceeded = crossing;
     return true;
