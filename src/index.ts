@@ -27,11 +27,13 @@ export type {
 export { EVENT_TYPES, parseEvent } from './events/schema.js';
 export type { TraceContents, TraceWriterOptions } from './events/trace.js';
 export { readTrace, TraceWriter } from './events/trace.js';
-// Jobs: the coordinator and channel pipelines.
+// Jobs: a whole run with its folder, trace and journal; the coordinator; channel pipelines.
 export type { JobOptions, JobResult } from './job/coordinator.js';
 export { runJob } from './job/coordinator.js';
 export type { PipelineOptions, PipelineResult } from './job/pipeline.js';
 export { runPipeline } from './job/pipeline.js';
+export type { RunOutcome, RunPaths, RunSession, StartRunOptions } from './job/run-session.js';
+export { startRun } from './job/run-session.js';
 // Models.
 export type { Model, ModelSpec } from './model/model.js';
 export { createModel } from './model/model.js';

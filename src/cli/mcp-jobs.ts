@@ -1,13 +1,12 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { errorMessage } from '../errors.js';
 import { EventBus } from '../events/bus.js';
 import type { AgentEvent, RunStatus } from '../events/schema.js';
-import { TraceWriter } from '../events/trace.js';
-import { type JobResult, runJob } from '../job/coordinator.js';
-import { Runtime } from '../runtime/runtime.js';
-import { createRunId } from '../util/ids.js';
+import type { JobResult } from '../job/coordinator.js';
+import { startRun } from '../job/run-session.js';
 import { truncateEnd } from '../util/truncate.js';
-import { type JobSettings, jobRuntimeOptions } from './commands/run.js';
+import { type JobSettings, jobRuntimeParts } from './commands/run.js';
 
 /** What a client asks of `run_job`. */
 export interface JobRequest {
@@ -40,10 +39,10 @@ interface Job {
   runDir: string;
   tracePath: string;
   controller: AbortController;
-  started: number;
-  finished: number;
-  last: string;
+  counts: { started: number; finished: number; last: string };
   result: JobResult | undefined;
+  /** Why the run stopped without a result (its runtime could not close, say). */
+  failure?: string | undefined;
   done: Promise<JobResult>;
   listeners: Set<(line: string) => void>;
 }
@@ -62,56 +61,58 @@ export class JobBoard {
   }
 
   /** Starts a job; progress lines go to `onProgress` until it ends. */
-  start(
+  async start(
     request: JobRequest,
     onProgress?: (line: string) => void,
-  ): { runId: string; done: Promise<JobResult> } {
-    const runId = createRunId();
-    const runDir = join(this.#settings.out, runId);
-    mkdirSync(runDir, { recursive: true });
+  ): Promise<{ runId: string; done: Promise<JobResult> }> {
     const settings: JobSettings = {
       ...this.#settings,
       task: request.task,
       ...(request.budgetTokens === undefined ? {} : { budgetTokens: request.budgetTokens }),
     };
     const bus = new EventBus();
-    const tracePath = join(runDir, 'trace.jsonl');
-    const trace = new TraceWriter(tracePath, { env: settings.env });
-    trace.attach(bus);
+    const controller = new AbortController();
+    const listeners = new Set(onProgress === undefined ? [] : [onProgress]);
+    const counts = { started: 0, finished: 0, last: 'starting' };
+    bus.onAny((event) => observe(counts, listeners, event));
+    const session = await startRun({
+      ...jobRuntimeParts(settings),
+      task: request.task,
+      out: settings.out,
+      bus,
+      signal: controller.signal,
+      maxSteps: settings.maxSteps,
+      coordinatorRoles: request.roles,
+    });
+    const done = session.done.then((outcome) => {
+      if (outcome.result !== undefined) return outcome.result;
+      throw outcome.error;
+    });
     const job: Job = {
-      runId,
+      runId: session.runId,
       task: request.task,
-      runDir,
-      tracePath,
-      controller: new AbortController(),
-      started: 0,
-      finished: 0,
-      last: 'starting',
+      runDir: session.paths.runDir,
+      tracePath: session.paths.trace,
+      controller,
+      counts,
       result: undefined,
-      done: Promise.resolve(undefined as unknown as JobResult),
-      listeners: new Set(onProgress === undefined ? [] : [onProgress]),
+      done,
+      listeners,
     };
-    bus.onAny((event) => this.#observe(job, event));
-    const runtime = new Runtime(jobRuntimeOptions(settings, { runId, runDir, bus }));
-    job.done = runJob({
-      task: request.task,
-      runtime,
-      signal: job.controller.signal,
-      ...(settings.maxSteps === undefined ? {} : { maxSteps: settings.maxSteps }),
-      ...(request.roles === undefined ? {} : { roles: request.roles }),
-    }).finally(async () => {
-      await runtime.close();
-      trace.close();
-    });
-    void job.done.then((result) => {
-      job.result = result;
-      job.listeners.clear();
-    });
-    this.#jobs.set(runId, job);
-    return { runId, done: job.done };
+    void done.then(
+      (result) => {
+        job.result = result;
+        listeners.clear();
+      },
+      (error: unknown) => {
+        job.failure = errorMessage(error);
+        listeners.clear();
+      },
+    );
+    this.#jobs.set(session.runId, job);
+    return { runId: session.runId, done };
   }
 
-  /** The job's state, or undefined for an unknown run id. */
   status(runId: string): JobSnapshot | undefined {
     const job = this.#jobs.get(runId);
     if (job === undefined) return undefined;
@@ -119,13 +120,14 @@ export class JobBoard {
     const report = join(job.runDir, 'report.md');
     return {
       run_id: runId,
-      status: result?.status ?? 'running',
+      status: result?.status ?? (job.failure === undefined ? 'running' : 'failed'),
       task: job.task,
-      agents_started: job.started,
-      agents_finished: job.finished,
-      last: job.last,
+      agents_started: job.counts.started,
+      agents_finished: job.counts.finished,
+      last: job.counts.last,
       ...(result === undefined ? {} : { answer: result.final }),
       ...(result?.error === undefined ? {} : { error: result.error.message }),
+      ...(job.failure === undefined ? {} : { error: job.failure }),
       ...(existsSync(report) ? { report_path: report } : {}),
       trace_path: job.tracePath,
     };
@@ -154,15 +156,20 @@ export class JobBoard {
     for (const runId of this.#jobs.keys()) this.cancel(runId, 'the MCP server is shutting down');
     await Promise.all([...this.#jobs.values()].map((job) => job.done.catch(() => undefined)));
   }
+}
 
-  #observe(job: Job, event: AgentEvent): void {
-    const line = progressLine(event);
-    if (event.type === 'agent.spawned' && event.agentId !== 'coordinator') job.started += 1;
-    if (event.type === 'agent.finished' && event.agentId !== 'coordinator') job.finished += 1;
-    if (line === undefined) return;
-    job.last = line;
-    for (const listener of job.listeners) listener(line);
-  }
+/** Counts sub-agents and keeps the latest progress line, telling the listeners. */
+function observe(
+  counts: Job['counts'],
+  listeners: ReadonlySet<(line: string) => void>,
+  event: AgentEvent,
+): void {
+  const line = progressLine(event);
+  if (event.type === 'agent.spawned' && event.agentId !== 'coordinator') counts.started += 1;
+  if (event.type === 'agent.finished' && event.agentId !== 'coordinator') counts.finished += 1;
+  if (line === undefined) return;
+  counts.last = line;
+  for (const listener of listeners) listener(line);
 }
 
 /** One line for a client's progress display, for the events worth one. */

@@ -105,7 +105,7 @@ export function createTroupeMcpServer(board: JobBoard, roles: readonly AnyRole[]
                 })
                 .catch(() => undefined);
             };
-      const { runId, done } = board.start(
+      const { runId, done } = await board.start(
         { task: args.task, roles: args.roles, budgetTokens: args.budget_tokens },
         onProgress,
       );

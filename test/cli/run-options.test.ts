@@ -2,10 +2,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type JobSettings, jobRuntimeOptions } from '../../src/cli/commands/run.js';
+import { type JobSettings, jobRuntimeParts } from '../../src/cli/commands/run.js';
 import { runCli } from '../../src/cli/main.js';
 import { createPriceFunction, priceKey } from '../../src/cli/prices.js';
-import { EventBus } from '../../src/events/bus.js';
 import { argv, fakeIo } from './io.js';
 
 const corpus = new URL('../../examples/corpus/', import.meta.url).pathname;
@@ -48,7 +47,6 @@ const settings: JobSettings = {
   approve: false,
   env: {},
 };
-const run = { runId: 'run-1', runDir: '/tmp/out/run-1', bus: new EventBus() };
 
 describe('troupe run --unsafe-no-sandbox', () => {
   it('warns loudly on stderr and runs the job when given the flag', async () => {
@@ -61,10 +59,8 @@ describe('troupe run --unsafe-no-sandbox', () => {
   });
 
   it('passes unsafeNoSandbox to the runtime only when the flag is given', () => {
-    expect(jobRuntimeOptions({ ...settings, unsafeNoSandbox: true }, run).unsafeNoSandbox).toBe(
-      true,
-    );
-    expect(jobRuntimeOptions(settings, run).unsafeNoSandbox).toBeUndefined();
+    expect(jobRuntimeParts({ ...settings, unsafeNoSandbox: true }).unsafeNoSandbox).toBe(true);
+    expect(jobRuntimeParts(settings).unsafeNoSandbox).toBeUndefined();
   });
 });
 
@@ -139,6 +135,6 @@ describe('troupe run --prices', () => {
 
   it('passes the price table to the runtime', () => {
     const prices = { offline: { inputPerMTok: 1, outputPerMTok: 2 } };
-    expect(jobRuntimeOptions({ ...settings, prices }, run).prices).toEqual(prices);
+    expect(jobRuntimeParts({ ...settings, prices }).prices).toEqual(prices);
   });
 });

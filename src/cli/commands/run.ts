@@ -1,24 +1,24 @@
-import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
-import { isAbsolute, join, relative, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { isAbsolute, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { errorMessage, isTroupeError } from '../../errors.js';
 import { EventBus } from '../../events/bus.js';
-import { readTrace, TraceWriter } from '../../events/trace.js';
-import { runJob } from '../../job/coordinator.js';
+import {
+  type RunOutcome,
+  type RunSession,
+  resolveRun,
+  type StartRunOptions,
+  startRun,
+} from '../../job/run-session.js';
 import { loadMcpConfig, type McpServers, unreachableServers } from '../../mcp/config.js';
 import { describeModel, type ModelSpec } from '../../model/model.js';
 import { LiveRenderer } from '../../render/live.js';
 import type { AnyRole } from '../../roles/role.js';
 import type { ModelPrice } from '../../runtime/budget/usage-ledger.js';
 import { createNatsTransport, type NatsRunOptions } from '../../runtime/nats-setup.js';
-import { FileJournal } from '../../runtime/resume/journal.js';
-import { Runtime } from '../../runtime/runtime.js';
-import type { RuntimeOptions } from '../../runtime/runtime-options.js';
 import { DEFAULT_GRANTS, PERMISSION_TIERS } from '../../tools/permissions.js';
 import type { SandboxPolicy } from '../../tools/sandbox-policy.js';
 import type { ApprovalRequest, PermissionTier } from '../../tools/tool.js';
-import { createRunId } from '../../util/ids.js';
-import { createRedactor } from '../../util/redact.js';
 import { captureWarnings } from '../../util/warnings.js';
 import { createTerminalApprover } from '../approve.js';
 import {
@@ -31,7 +31,6 @@ import {
   usageError,
 } from '../context.js';
 import { createPriceFunction, loadPriceTable } from '../prices.js';
-import { holdWriterLock } from '../run-folder.js';
 import { OTEL_FLAG_HELP, startRunObservers } from './observe.js';
 import {
   addSandboxOptions,
@@ -207,30 +206,16 @@ function show(cwd: string, path: string): string {
     : path;
 }
 
-// A resumed run starts a fresh trace.jsonl (seq is gap-free per attempt); earlier attempts stay beside it.
-function rotateTrace(tracePath: string): void {
-  if (!existsSync(tracePath)) return;
-  let attempt = 1;
-  while (existsSync(tracePath.replace(/\.jsonl$/, `.${attempt}.jsonl`))) attempt += 1;
-  renameSync(tracePath, tracePath.replace(/\.jsonl$/, `.${attempt}.jsonl`));
-}
-
-/** The Runtime options of a job run, from its settings and the run's own parts. */
-export function jobRuntimeOptions(
+/** The runtime options of a job run from its settings: what `startRun` passes on to the Runtime. */
+export function jobRuntimeParts(
   settings: JobSettings,
-  run: {
-    runId: string;
-    runDir: string;
-    bus: EventBus;
-    approve?: ((request: ApprovalRequest) => Promise<boolean>) | undefined;
-  },
-): RuntimeOptions {
+  approve?: ((request: ApprovalRequest) => Promise<boolean>) | undefined,
+): Omit<StartRunOptions, 'out' | 'task'> {
   return {
     model: settings.spec,
     roles: [...settings.roles],
     ...(settings.threads === undefined ? {} : { threads: settings.threads }),
     workspace: settings.workspace,
-    outDir: run.runDir,
     grants: [...settings.grants],
     ...(settings.budgetTokens === undefined && settings.timeoutMs === undefined
       ? {}
@@ -240,10 +225,7 @@ export function jobRuntimeOptions(
             ...(settings.timeoutMs === undefined ? {} : { timeMs: settings.timeoutMs }),
           },
         }),
-    runId: run.runId,
-    bus: run.bus,
-    ...(run.approve === undefined ? {} : { approve: run.approve }),
-    results: { dir: join(run.runDir, 'results'), reuse: settings.resume !== undefined },
+    ...(approve === undefined ? {} : { approve }),
     env: settings.env,
     ...(settings.unsafeNoSandbox === true ? { unsafeNoSandbox: true } : {}),
     ...(settings.sandbox === undefined ? {} : { sandbox: settings.sandbox }),
@@ -253,36 +235,18 @@ export function jobRuntimeOptions(
 }
 
 /**
- * Runs the research job with the coordinator on a fresh Runtime: writes
- * `<out>/<runId>/trace.jsonl`, results and the report, renders every event,
- * and returns the exit code (0 completed, 3 partial, 130 interrupted, 1 otherwise:
- * failed, budget, timed out).
+ * Runs the research job through `startRun` and shows it: renders every
+ * event, prints where the trace, report and answer are, and returns the exit
+ * code (0 completed, 3 partial, 130 interrupted, 1 otherwise: failed,
+ * budget, timed out).
  */
 export async function executeJob(io: CliIo, settings: JobSettings): Promise<number> {
   const cwd = io.cwd ?? process.cwd();
-  const runId = settings.resume ?? createRunId();
-  const runDir = join(settings.out, runId);
-  const tracePath = join(runDir, 'trace.jsonl');
-  let task = settings.task;
-  if (settings.resume !== undefined) {
-    if (!existsSync(runDir)) {
-      throw usageError(`Cannot resume ${runId}: there is no run folder ${runDir} (check --out).`);
-    }
-    if (task === undefined && existsSync(tracePath)) {
-      task = readTrace(tracePath).events.find((event) => event.type === 'run.started')?.task;
-    }
-    if (task === undefined) {
-      throw usageError(
-        `Cannot resume ${runId}: its trace has no run.started event; pass the task again.`,
-      );
-    }
+  if (settings.task === undefined && settings.resume === undefined) {
+    throw usageError('troupe run needs a task.');
   }
-  if (task === undefined) throw usageError('troupe run needs a task.');
-  mkdirSync(runDir, { recursive: true });
-  // The run's journal: a resume replays it, so no finished model call or tool call is paid for twice.
-  // Opened before anything else: a journal of another run or task stops here, with the trace untouched.
-  const journal = new FileJournal(join(runDir, 'journal.jsonl'), { runId, task });
-  if (settings.resume !== undefined) rotateTrace(tracePath);
+  // Checked before anything is shown or written: a bad --resume is a usage error.
+  resolveRun({ out: settings.out, resume: settings.resume, task: settings.task });
   if (settings.unsafeNoSandbox === true) {
     io.stderr.write(
       `WARNING: --unsafe-no-sandbox: the sub-agents' shell and python run WITHOUT the OS sandbox (bubblewrap), with your user's access to this machine.${settings.grants.includes('exec') ? '' : ' (exec is not granted, so none runs in this run.)'}\n`,
@@ -295,8 +259,6 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
     );
   }
   const bus = new EventBus();
-  const trace = new TraceWriter(tracePath, { env: io.env });
-  trace.attach(bus);
   const price = settings.prices === undefined ? undefined : createPriceFunction(settings.prices);
   const observers = startRunObservers(io, { otel: settings.otel, price }, bus);
   const renderer = createRenderer(settings.mode, io, {
@@ -311,98 +273,81 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
     if (event.role !== undefined) spawnedRoles.add(event.role);
   });
   const progress = settings.mode === 'json' ? io.stderr : io.stdout;
-  if (settings.mode === 'json') {
-    io.stderr.write(
-      `troupe: run ${runId}${settings.resume === undefined ? '' : ' (resumed)'} started; trace ${show(cwd, tracePath)}\n`,
-    );
-  }
-  renderer.start?.();
 
   const interrupt = new AbortController();
   const onInterrupt = (): void => interrupt.abort(new Error('interrupted (Ctrl-C)'));
   if (io.signal?.aborted === true) onInterrupt();
   io.signal?.addEventListener('abort', onInterrupt, { once: true });
   const live = renderer instanceof LiveRenderer ? renderer : undefined;
-  const options = jobRuntimeOptions(settings, {
-    runId,
-    runDir,
-    bus,
-    approve: settings.approve
-      ? createTerminalApprover(io, {
-          pause: () => live?.pause(),
-          resume: () => live?.resume(),
-        })
-      : undefined,
-  });
-  options.journal = journal;
-  if (settings.nats !== undefined) {
-    try {
-      options.transport = await createNatsTransport(runId, options, {
-        url: settings.nats,
-        env: io.env,
-        resume: settings.resume !== undefined,
-        ...natsTimings(io.env),
-      });
-    } catch (error) {
-      renderer.finish();
-      trace.close();
-      journal.close();
-      throw error;
-    }
+  const approve = settings.approve
+    ? createTerminalApprover(io, {
+        pause: () => live?.pause(),
+        resume: () => live?.resume(),
+      })
+    : undefined;
+  let session: RunSession;
+  try {
+    session = await startRun({
+      ...jobRuntimeParts(settings, approve),
+      task: settings.task,
+      out: settings.out,
+      resume: settings.resume,
+      bus,
+      signal: interrupt.signal,
+      maxSteps: settings.maxSteps,
+      ...(settings.nats === undefined
+        ? {}
+        : {
+            transport: ({ runId, options, resumed }) =>
+              createNatsTransport(runId, options, {
+                url: settings.nats as string,
+                env: io.env,
+                resume: resumed,
+                ...natsTimings(io.env),
+              }),
+          }),
+    });
+  } catch (error) {
+    io.signal?.removeEventListener('abort', onInterrupt);
+    renderer.finish();
+    throw error;
   }
-  const runtime = new Runtime(options);
-  // The threads start while the coordinator makes its first model calls.
-  runtime.prestart();
+  const { runId, paths } = session;
+  const tracePath = paths.trace;
+  if (settings.mode === 'json') {
+    io.stderr.write(
+      `troupe: run ${runId}${session.resumed ? ' (resumed)' : ''} started; trace ${show(cwd, tracePath)}\n`,
+    );
+  }
+  renderer.start?.();
 
   // Nothing but the renderer writes to the terminal during the run: a warning
   // raised in an agent's work is its event; any other is held and printed after.
   const heldWarnings = new Set<string>();
-  // Tells `troupe trace --follow` in another terminal that this process writes the trace.
-  const releaseLock = holdWriterLock(runDir);
   const releaseWarnings = captureWarnings((warning) => {
     heldWarnings.add(warning.message);
     return undefined;
   });
-  let status: string | undefined;
-  let final = '';
-  let failure: unknown;
+  let outcome: RunOutcome;
   try {
-    const result = await runJob({
-      task,
-      runtime,
-      signal: interrupt.signal,
-      ...(settings.maxSteps === undefined ? {} : { maxSteps: settings.maxSteps }),
-    });
-    status = result.status;
-    final = result.final;
-  } catch (error) {
-    failure = error;
+    outcome = await session.done;
   } finally {
     io.signal?.removeEventListener('abort', onInterrupt);
-    await runtime.close();
-    journal.close();
-    trace.close();
     renderer.finish();
     releaseWarnings();
-    releaseLock();
   }
   for (const message of heldWarnings) io.stderr.write(`warning: ${message}\n`);
 
-  const reportPath = join(runDir, 'report.md');
-  // The answer in full, beside the report (the live view and line mode print it after the summary).
-  const answerPath = join(runDir, 'answer.md');
-  if (final.trim() !== '') {
-    writeFileSync(answerPath, `${createRedactor(io.env)(final.trimEnd())}\n`);
-  }
+  const final = outcome.result?.final ?? '';
   const footer = [
     `trace    ${show(cwd, tracePath)}`,
-    ...(existsSync(reportPath) ? [`report   ${show(cwd, reportPath)}`] : []),
-    ...(final.trim() !== '' ? [`answer   ${show(cwd, answerPath)}`] : []),
+    ...(existsSync(paths.report) ? [`report   ${show(cwd, paths.report)}`] : []),
+    ...(final.trim() !== '' ? [`answer   ${show(cwd, paths.answer)}`] : []),
     ...(await observers.finish(tracePath, (path) => show(cwd, path))),
   ];
   progress.write(`\n${footer.join('\n')}\n`);
   // After the run, not during it (the live view owns the terminal then): how to give adapted roles their tools back.
-  for (const adaptation of runtime.roleAdaptations) {
+  for (const adaptation of session.runtime.roleAdaptations) {
     if (!spawnedRoles.has(adaptation.role)) continue;
     const fix = PERMISSION_TIERS.filter(
       (tier) => settings.grants.includes(tier) || adaptation.tiers.includes(tier),
@@ -417,10 +362,13 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
     );
     return EXIT.interrupted;
   }
-  if (failure !== undefined) {
-    io.stderr.write(`error: ${errorMessage(failure)}\n`);
-    return isTroupeError(failure) && failure.code.startsWith('usage.') ? EXIT.usage : EXIT.failed;
+  if (outcome.error !== undefined) {
+    io.stderr.write(`error: ${errorMessage(outcome.error)}\n`);
+    return isTroupeError(outcome.error) && outcome.error.code.startsWith('usage.')
+      ? EXIT.usage
+      : EXIT.failed;
   }
+  const status = outcome.result?.status;
   return status === 'completed' ? EXIT.ok : status === 'partial' ? EXIT.partial : EXIT.failed;
 }
 

@@ -1,12 +1,12 @@
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { readTrace } from '../../events/trace.js';
+import { listRunIds, writerGone } from '../../job/run-folder.js';
 import { totalTokens } from '../../model/types.js';
 import { formatCost, formatTokens, RunState } from '../../render/run-state.js';
 import { cutToWidth, displayWidth, oneLine, padToWidth } from '../../render/terminal.js';
 import { type CliIo, EXIT, exitWith } from '../context.js';
 import { createPriceFunction, loadPriceTable } from '../prices.js';
-import { listRunIds, writerGone } from '../run-folder.js';
 import { parsePositiveInteger } from './options.js';
 
 interface RunsFlags {

@@ -4,6 +4,7 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { followTrace } from '../../events/follow.js';
 import { type AgentEvent, type AgentEventType, EVENT_TYPES } from '../../events/schema.js';
 import { readTrace } from '../../events/trace.js';
+import { listRunIds, writerGone } from '../../job/run-folder.js';
 import {
   type CliIo,
   chooseOutputMode,
@@ -13,7 +14,6 @@ import {
   usageError,
 } from '../context.js';
 import { createPriceFunction, loadPriceTable } from '../prices.js';
-import { listRunIds, writerGone } from '../run-folder.js';
 
 /** How often `--follow` checks that the run's writer still lives. */
 const WRITER_CHECK_MS = 1000;
