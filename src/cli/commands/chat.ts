@@ -4,12 +4,18 @@ import { createInterface } from 'node:readline';
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { Agent } from '../../agent/agent.js';
-import { errorMessage } from '../../errors.js';
+import { errorMessage, TroupeError } from '../../errors.js';
 import { EventBus } from '../../events/bus.js';
 import { attachMcpTools } from '../../mcp/agent-tools.js';
 import { loadMcpConfig } from '../../mcp/config.js';
 import { createModel, describeModel, type ModelSpec } from '../../model/model.js';
-import { addUsage, emptyUsage, MessageSchema, totalTokens } from '../../model/types.js';
+import {
+  addUsage,
+  emptyUsage,
+  type Message,
+  MessageSchema,
+  totalTokens,
+} from '../../model/types.js';
 import { chatLayout } from '../../render/chat-layout.js';
 import { formatTokens } from '../../render/run-state.js';
 import {
@@ -23,6 +29,7 @@ import { createRunId } from '../../util/ids.js';
 import { createRedactor } from '../../util/redact.js';
 import { captureWarnings } from '../../util/warnings.js';
 import { askPaged, showControls } from '../approve.js';
+import { ChatSession, chatSessionsDir } from '../chat-session.js';
 import { type CliIo, EXIT, exitWith } from '../context.js';
 import { chatHistoryPath, Repl, type ReplHandlers } from '../repl.js';
 import {
@@ -50,6 +57,7 @@ interface ChatFlags extends ProviderFlags, SandboxFlags {
   approve?: boolean | undefined;
   unsafeNoSandbox?: boolean | undefined;
   mcp?: string | undefined;
+  resume?: string | true | undefined;
 }
 
 /** Lines from stdin, one at a time, shared by the prompt loop and approval questions. */
@@ -111,7 +119,11 @@ export function registerChatCommand(program: Command, io: CliIo): void {
     .option('--max-steps <n>', 'model calls per turn (default 10)', parsePositiveInteger)
     .option('--approve', 'ask y/n before risky actions (writes, shell, python)')
     .option('--unsafe-no-sandbox', 'UNSAFE: run shell and python without the OS sandbox')
-    .option('--mcp <file>', 'MCP servers (mcpServers JSON) whose tools the agent gets, as granted');
+    .option('--mcp <file>', 'MCP servers (mcpServers JSON) whose tools the agent gets, as granted')
+    .option(
+      '--resume [id]',
+      'continue a saved chat session with its history (default: the latest); an interrupted turn goes on without repeating finished calls',
+    );
   addSandboxOptions(command).action(async (flags: ChatFlags) => {
     exitWith(await runChat(io, flags));
   });
@@ -129,6 +141,17 @@ async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
       name !== 'report_progress' && BUILTIN_TOOL_TIERS[name].every((tier) => grants.includes(tier)),
   );
   const redact = createRedactor(io.env);
+  const sessionsDir = chatSessionsDir(io.env);
+  if (sessionsDir === undefined && flags.resume !== undefined) {
+    throw new TroupeError(
+      'usage.invalid_option',
+      'troupe chat --resume needs HOME or XDG_STATE_HOME to find saved sessions; set one of them.',
+    );
+  }
+  const session =
+    sessionsDir === undefined
+      ? undefined
+      : ChatSession.open(sessionsDir, flags.resume === true ? 'latest' : flags.resume, redact);
   // On a terminal (stdin and stdout both TTYs) chat is a readline REPL; otherwise it reads lines.
   const repl =
     io.stdin?.isTTY === true && io.stdoutStream !== undefined && io.stdout.isTTY
@@ -195,6 +218,7 @@ async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
     system: `You are a helpful assistant working in the user's workspace (${workspace}). Use your tools to look at files before you answer questions about them, and say so when you cannot find something. Be concise.`,
     maxSteps: flags.maxSteps ?? 10,
     events: bus,
+    ...(session === undefined ? {} : { journal: session.agentJournal }),
     toolContext: {
       workspace,
       grants,
@@ -208,6 +232,13 @@ async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
   out(
     `troupe chat · ${describeModel(spec)} · workspace ${workspace}\ntools: ${tools.names.join(', ') || '(none)'} · ${repl === undefined ? 'type exit or quit to leave' : '/help for commands · Ctrl-C cancels a turn · Ctrl-D leaves'}`,
   );
+  if (session !== undefined) {
+    agent.resetHistory(session.history);
+    for (const line of transcript(session.history)) out(line);
+    out(
+      `session ${session.id}${flags.resume === undefined ? '' : ' (resumed)'} · saved as it goes; continue it with troupe chat --resume ${session.id}`,
+    );
+  }
   if (repl !== undefined) {
     const releaseWarnings = captureWarnings((warning) => {
       out(`⚠ ${warning.message}`);
@@ -216,16 +247,32 @@ async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
     const onInterrupt = (): void => repl.close();
     io.signal?.addEventListener('abort', onInterrupt, { once: true });
     try {
-      await repl.run(chatHandlers({ agent, repl, bus, spec, cwd, redact, stderr: io.stderr }));
+      const handlers = chatHandlers({
+        agent,
+        repl,
+        bus,
+        spec,
+        cwd,
+        redact,
+        stderr: io.stderr,
+        session,
+      });
+      if (session?.interrupted !== undefined) {
+        out(`> ${session.interrupted}  (interrupted; going on)`);
+        await handlers.turn(session.interrupted, new AbortController().signal);
+      }
+      await repl.run(handlers);
     } finally {
       io.signal?.removeEventListener('abort', onInterrupt);
       releaseWarnings();
       await mcp?.hub.close();
+      session?.close();
     }
     return EXIT.ok;
   }
   if (reader === undefined) {
     await mcp?.hub.close();
+    session?.close();
     return EXIT.ok;
   }
   const turn = new AbortController();
@@ -239,16 +286,27 @@ async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
     out(`⚠ ${warning.message}`);
     return undefined;
   });
+  let pending = session?.interrupted;
+  if (pending !== undefined) out(`> ${pending}  (interrupted; going on)`);
   try {
     for (;;) {
-      if (interactive) io.stdout.write('> ');
-      const line = await reader.next();
-      if (line === undefined || turn.signal.aborted) break;
-      const input = line.trim();
-      if (input === '') continue;
-      if (EXIT_WORDS.has(input.toLowerCase())) break;
+      let input: string;
+      if (pending !== undefined) {
+        input = pending;
+        pending = undefined;
+      } else {
+        if (interactive) io.stdout.write('> ');
+        const line = await reader.next();
+        if (line === undefined || turn.signal.aborted) break;
+        input = line.trim();
+        if (input === '') continue;
+        if (EXIT_WORDS.has(input.toLowerCase())) break;
+        session?.turnStarted(input);
+      }
       try {
-        const result = await agent.run(input, { signal: turn.signal });
+        const result = await agent
+          .run(input, { signal: turn.signal })
+          .finally(() => session?.saveHistory(agent.history));
         if (result.stopReason === 'cancelled') break;
         if (result.stopReason === 'error') {
           io.stderr.write(`error: ${redact(result.error?.message ?? 'the model call failed')}\n`);
@@ -267,9 +325,22 @@ async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
     releaseWarnings();
     reader.close();
     await mcp?.hub.close();
+    session?.close();
   }
   if (interactive) io.stdout.write('\n');
   return EXIT.ok;
+}
+
+/** The conversation so far as a person reads it: their inputs and the answers. */
+function transcript(history: readonly Message[]): string[] {
+  const lines: string[] = [];
+  for (const message of history) {
+    if (message.role === 'user') lines.push(`> ${message.content}`);
+    else if (message.role === 'assistant' && message.content.trim() !== '') {
+      lines.push(message.content);
+    }
+  }
+  return lines;
 }
 
 /** The turn and the slash commands of the chat REPL. */
@@ -281,10 +352,12 @@ function chatHandlers(context: {
   cwd: string;
   redact: (text: string) => string;
   stderr: CliIo['stderr'];
+  session: ChatSession | undefined;
 }): ReplHandlers {
   const { agent, repl, redact } = context;
   let session = emptyUsage();
   let turnUsage = emptyUsage();
+  let resuming = context.session?.interrupted !== undefined;
   context.bus.onAny((event) => {
     if (event.type !== 'model.response') return;
     session = addUsage(session, event.usage);
@@ -308,6 +381,7 @@ function chatHandlers(context: {
         help: 'forget the conversation so far',
         run: () => {
           agent.resetHistory();
+          context.session?.saveHistory(agent.history);
           say('(conversation cleared)');
           return undefined;
         },
@@ -330,6 +404,7 @@ function chatHandlers(context: {
           try {
             const messages = z.array(MessageSchema).parse(JSON.parse(readFileSync(path, 'utf8')));
             agent.resetHistory(messages);
+            context.session?.saveHistory(agent.history);
             say(`(loaded ${messages.length} messages from ${path})`);
           } catch (error) {
             say(`cannot load ${path}: ${errorMessage(error)} (it must be a file written by /save)`);
@@ -363,8 +438,13 @@ function chatHandlers(context: {
     },
     turn: async (input, signal) => {
       turnUsage = emptyUsage();
+      // The interrupted turn going on again (always the first) was noted when it first started.
+      if (!resuming) context.session?.turnStarted(input);
+      resuming = false;
       try {
-        const result = await agent.run(input, { signal });
+        const result = await agent
+          .run(input, { signal })
+          .finally(() => context.session?.saveHistory(agent.history));
         if (result.stopReason === 'cancelled') return;
         if (result.stopReason === 'error') {
           say(`error: ${result.error?.message ?? 'the model call failed'}`);

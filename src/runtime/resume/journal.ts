@@ -12,6 +12,8 @@ import { crc32 } from 'node:zlib';
 import { z } from 'zod';
 import { type AgentJournal, type JournalEntry, JournalEntrySchema } from '../../agent/journal.js';
 import { TroupeError } from '../../errors.js';
+import type { Message } from '../../model/types.js';
+import { redactStrings } from '../../util/redact.js';
 
 /**
  * A run's journal: what every agent did that a resume must not pay for
@@ -35,10 +37,16 @@ export interface Journal {
   close(): void;
 }
 
-/** A spawn or an end, for the record (who ran, with which key). */
+/**
+ * A spawn or an end, for the record (who ran, with which key); in a chat
+ * session's journal, a turn that starts (its input, and the agent's model
+ * call count then) and the conversation as it stood after a turn, /clear or /load.
+ */
 export type JournalNote =
   | { kind: 'spawn'; key: string; id: string; role: string; parentKey: string }
-  | { kind: 'finish'; key: string; id: string; status: string };
+  | { kind: 'finish'; key: string; id: string; status: string }
+  | { kind: 'chat.turn'; input: string; step: number }
+  | { kind: 'chat.history'; messages: Message[] };
 
 const HeaderSchema = z.object({
   journal: z.literal(1),
@@ -64,9 +72,15 @@ export interface JournalContents {
   goodBytes: number;
 }
 
-/** `<crc32 of the json, 8 hex digits> <json>`: a torn or altered line fails its checksum. */
-function line(value: unknown): string {
-  const json = JSON.stringify(value);
+/**
+ * `<crc32 of the json, 8 hex digits> <json>`: a torn or altered line fails its
+ * checksum. With `redact`, every string with a secret in it is redacted first.
+ */
+function line(value: unknown, redact?: (text: string) => string): string {
+  let json = JSON.stringify(value);
+  if (redact !== undefined && redact(json) !== json) {
+    json = JSON.stringify(redactStrings(value, redact));
+  }
   return `${crc32(json).toString(16).padStart(8, '0')} ${json}\n`;
 }
 
@@ -160,13 +174,22 @@ export class FileJournal implements Journal {
   readonly #entries: Map<string, JournalEntry[]>;
   #fd: number | undefined;
   #buffer = '';
+  readonly #redact: ((text: string) => string) | undefined;
 
   /**
    * Opens (or creates) the journal of run `runId`. An existing journal of
-   * another task is refused with a message saying what to do.
+   * another task is refused with a message saying what to do. With `redact`
+   * (createRedactor's), secrets are redacted from every record written; a
+   * recorded request whose messages held one then no longer matches on
+   * replay, so that call goes live again rather than replay redacted text.
    */
-  constructor(path: string, run: { runId: string; task: string }) {
+  constructor(
+    path: string,
+    run: { runId: string; task: string },
+    options: { redact?: ((text: string) => string) | undefined } = {},
+  ) {
     this.path = path;
+    this.#redact = options.redact;
     this.runId = run.runId;
     this.task = run.task;
     mkdirSync(dirname(path), { recursive: true });
@@ -200,11 +223,11 @@ export class FileJournal implements Journal {
     const list = this.#entries.get(key);
     if (list === undefined) this.#entries.set(key, [entry]);
     else list.push(entry);
-    this.#buffer += line({ a: key, e: entry });
+    this.#buffer += line({ a: key, e: entry }, this.#redact);
   }
 
   note(record: JournalNote): void {
-    this.#buffer += line({ n: record });
+    this.#buffer += line({ n: record }, this.#redact);
   }
 
   release(key: string): void {

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { JournalEntry } from '../../../src/agent/journal.js';
 import { FileJournal, readJournal } from '../../../src/runtime/resume/journal.js';
+import { createRedactor } from '../../../src/util/redact.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -31,6 +32,32 @@ const model = (step: number, content: string): JournalEntry => ({
 });
 
 describe('FileJournal', () => {
+  it('redacts secrets from the records it writes when given a redactor, keeping their field names', () => {
+    const path = journalPath();
+    const secret = 'sk-journal-secret-value-0123456789';
+    const journal = new FileJournal(path, RUN, {
+      redact: createRedactor({ OPENAI_API_KEY: secret }),
+    });
+    journal.append('a', model(0, `the key is ${secret}`));
+    journal.note({
+      kind: 'chat.history',
+      messages: [{ role: 'user', content: `remember ${secret}` }],
+    });
+    journal.close();
+    const text = readFileSync(path, 'utf8');
+    expect(text).not.toContain(secret);
+    const contents = readJournal(path);
+    expect(contents.droppedLines).toBe(0);
+    const [entry] = contents.entries.get('a') ?? [];
+    expect(entry?.kind === 'model' && entry.response.content).toBe('the key is [redacted]');
+    expect(entry?.kind === 'model' && entry.response.thinkingParts).toEqual([
+      { type: 'thinking', thinking: 'hmm', signature: 'sig' },
+    ]);
+    expect(contents.notes).toEqual([
+      { kind: 'chat.history', messages: [{ role: 'user', content: 'remember [redacted]' }] },
+    ]);
+  });
+
   it('writes only on flush, and reads back every record by agent key, signatures included', () => {
     const path = journalPath();
     const journal = new FileJournal(path, RUN);
