@@ -6,8 +6,8 @@ import { TroupeError } from '../../src/errors.js';
 import { EventBus } from '../../src/events/bus.js';
 import { readTrace } from '../../src/events/trace.js';
 import { WRITER_LOCK } from '../../src/job/run-folder.js';
-import { DEFAULT_GRANTS } from '../../src/tools/permissions.js';
 import { resolveRun, startRun } from '../../src/job/run-session.js';
+import { DEFAULT_GRANTS } from '../../src/tools/permissions.js';
 
 const corpus = new URL('../../examples/corpus/', import.meta.url).pathname;
 const TASK = 'Compare the storage documents and write a report.';
