@@ -225,8 +225,8 @@ async function faultMix(n: number): Promise<Measurement> {
       roles,
       threads: ISOLATION_THREADS,
       toolModules: [faultModule],
-      toolTimeoutMs: 1500,
-      blockedThreadMs: 500,
+      toolTimeoutMs: 4000,
+      blockedThreadMs: 2000,
       toolThreadLimits: { maxOldGenerationSizeMb: 64 },
     },
   );

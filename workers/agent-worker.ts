@@ -15,7 +15,12 @@ export default async function hostActors(task: HostTask): Promise<void> {
     throw new TypeError('The host task needs a MessagePort in `port`.');
   }
   const port = task.port;
-  const host = await ActorHost.create(config, port, { builtins: builtinTools(), threadId });
+  const state = task.state instanceof SharedArrayBuffer ? task.state : undefined;
+  const host = await ActorHost.create(config, port, {
+    builtins: builtinTools(),
+    threadId,
+    state,
+  });
   await host.run();
   port.close();
 }

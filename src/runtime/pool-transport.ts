@@ -17,6 +17,8 @@ export function createPoolTransport(runId: string, options: RuntimeOptions): Loc
     // A small young generation per thread: about 20 MiB less RSS per thread
     // in the fan-out benchmark, at no measurable CPU cost (docs/PERFORMANCE.md).
     resourceLimits: { maxYoungGenerationSizeMb: 4, ...options.threadLimits },
+    // The same bound as the tool threads': a host silent this long is stopped, its culprit named.
+    blockedMs: options.blockedThreadMs ?? 5000,
   });
 }
 

@@ -95,7 +95,11 @@ export interface RuntimeOptions {
   toolThreads?: number | undefined;
   /** A pooled tool call not settled after this long is answered with a timeout (default 120,000 ms). */
   toolTimeoutMs?: number | undefined;
-  /** A tool thread whose heartbeat stops this long is stopped as blocked (default 5,000 ms). */
+  /**
+   * A tool thread or actor thread whose heartbeat stops this long is stopped
+   * as blocked (default 5,000 ms): the call or actor whose tool held it is
+   * named and pays; the rest run again at once, uncharged.
+   */
   blockedThreadMs?: number | undefined;
   /** Memory limits of each tool thread (default a 256 MiB old generation). */
   toolThreadLimits?: ThreadLimits | undefined;

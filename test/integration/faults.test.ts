@@ -57,6 +57,9 @@ async function runFault(tool: string, options: { timeoutMs?: number } = {}) {
     cancelGraceMs: 200,
     // These tests are about the actor threads' supervision: the fault tools run in them.
     toolIsolation: 'thread',
+    // And about deaths, not the watchdog (test/integration/watchdog.test.ts): on a
+    // loaded machine the GC storm before an out-of-memory could trip it first.
+    blockedThreadMs: 60_000,
   });
   const siblings = Array.from({ length: 4 }, (_, index) =>
     runtime.spawn('sibling', `sibling ${index}`),

@@ -77,6 +77,8 @@ export class ActorRecord {
   state: ActorState = 'queued';
   hostId: number | undefined;
   attempt = 0;
+  /** Threads this actor was on when the watchdog stopped them with no culprit named. */
+  frozen = 0;
   stop: StopOrder | undefined;
   usage: Usage = emptyUsage();
   timeout: NodeJS.Timeout | undefined;

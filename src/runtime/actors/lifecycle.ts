@@ -5,6 +5,7 @@ import type { UsageLedger } from '../budget/usage-ledger.js';
 import type { Router } from '../messaging/router.js';
 import type { Journal } from '../resume/journal.js';
 import type { ResultStore } from '../resume/result-store.js';
+import type { BlockedHost } from '../wire/local-transport.js';
 import type { ActorOutcome } from '../wire/protocol.js';
 import type { ActorRecord, ActorResult } from './actor.js';
 import type { ActorTable } from './actor-table.js';
@@ -118,13 +119,26 @@ export class ActorLifecycle {
   /** A host is gone: each of its actors failed with the cause (and may be retried). */
   hostDown(hostId: number, error: TroupeError): void {
     const cause = plainError(error);
+    // Set when the watchdog stopped the thread because it was blocked (see LocalTransport).
+    const blocked = error.details?.['blocked'] as BlockedHost | undefined;
     for (const record of this.#deps.table.records()) {
       if (record.state !== 'running' || record.hostId !== hostId) continue;
       record.hostId = undefined;
       const ending: Ending = { final: record.lastFinal, steps: 0, stopReason: 'error' };
       if (record.stop !== undefined)
         this.finish(record, record.stop.status, ending, record.stop.error);
-      else if (error.details?.['stopped'] === true && this.#deps.mayRetry()) {
+      else if (blocked?.culprit?.actorId === record.id) {
+        // The culprit pays: not transient, since its tool would block the next thread too.
+        this.failed(record, ending, blockedCulprit(record.id, blocked));
+      } else if (
+        blocked !== undefined &&
+        blocked.culprit === undefined &&
+        ++record.frozen >= MAX_UNNAMED_FREEZES
+      ) {
+        // Nobody could be named: every actor of the thread is restarted, and an
+        // actor that was on this many frozen threads is taken for the cause.
+        this.failed(record, ending, unnamedFreezes(record.id, record.frozen, blocked));
+      } else if (error.details?.['stopped'] === true && this.#deps.mayRetry()) {
         // The thread was stopped for another actor: this one is a victim, restarted
         // at once and charged to no restart limit (the one stopped is the culprit).
         this.#deps.emit(record.id, {
@@ -328,4 +342,32 @@ function stopOrder(id: string, reason: string, kind: StopKind): NonNullable<Acto
 
 function stopped(id: string, reason: string): SerializedError {
   return plainError(new TroupeError('cancelled', `${id} was cancelled: ${reason}.`));
+}
+
+// Frozen threads with no culprit named that an actor may be on before it is taken for the cause.
+const MAX_UNNAMED_FREEZES = 3;
+
+function blockedCulprit(actorId: string, blocked: BlockedHost): SerializedError {
+  const tool = blocked.culprit?.tool ?? 'tool';
+  return plainError(
+    new TroupeError(
+      'tool.timeout',
+      `stopped because ${actorId}'s tool \`${tool}\` blocked its thread for ${seconds(blocked.blockedMs)} s (the thread was stopped; its other actors were restarted). Give the tool smaller input or fix it; trusted tools that can run long belong on the tool pool (toolIsolation 'pool').`,
+      { details: { tool, blockedMs: blocked.blockedMs } },
+    ),
+  );
+}
+
+function unnamedFreezes(actorId: string, count: number, blocked: BlockedHost): SerializedError {
+  return plainError(
+    new TroupeError(
+      'timeout',
+      `stopped because ${actorId} was on ${count} threads that froze (the last for ${seconds(blocked.blockedMs)} s) while no tool call ran, so it is taken for the cause.`,
+      { details: { freezes: count, blockedMs: blocked.blockedMs } },
+    ),
+  );
+}
+
+function seconds(ms: number): string {
+  return (ms / 1000).toFixed(1);
 }

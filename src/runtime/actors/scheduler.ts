@@ -139,17 +139,26 @@ export class Scheduler {
     if (this.#started) await this.#transport.close(graceMs);
   }
 
+  // The least-loaded host with room; hosts whose heartbeat is late only when no other has room.
   #pickHost(): number | undefined {
     let best: number | undefined;
     let bestLoad = this.#maxPerHost;
+    let lateBest: number | undefined;
+    let lateLoad = this.#maxPerHost;
     for (const hostId of this.#transport.hosts()) {
       const load = this.#load.get(hostId) ?? 0;
-      if (load < bestLoad) {
+      if (load >= bestLoad && load >= lateLoad) continue;
+      if (this.#transport.late?.(hostId) === true) {
+        if (load < lateLoad) {
+          lateBest = hostId;
+          lateLoad = load;
+        }
+      } else if (load < bestLoad) {
         best = hostId;
         bestLoad = load;
       }
     }
-    return best;
+    return best ?? lateBest;
   }
 
   #startOn(record: ActorRecord, hostId: number): void {

@@ -17,6 +17,8 @@ import { captureWarnings } from '../../util/warnings.js';
 import { Batcher } from '../wire/batcher.js';
 import {
   type ChildAnswer,
+  HOST_NAME_OFFSET,
+  HOST_STATE,
   type HostConfig,
   type MainToWorker,
   parseMainMessage,
@@ -40,7 +42,12 @@ export interface ActorHostOptions {
   tools: readonly AnyTool[];
   /** The thread's id, for the main thread's supervisor (0 when hosted in-process). */
   threadId?: number | undefined;
+  /** Shared with the main thread's watchdog (HOST_STATE): heartbeat and whose tool runs. */
+  state?: SharedArrayBuffer | undefined;
 }
+
+// How often the thread says it is alive (the main thread's watchdog reads it).
+const BEAT_MS = 100;
 
 interface Pending {
   resolve(value: unknown): void;
@@ -77,6 +84,8 @@ export class ActorHost {
   #shutdown: (() => void) | undefined;
   #stopping = false;
   #loadError: TroupeError | undefined;
+  readonly #state: Int32Array | undefined;
+  #beat: NodeJS.Timeout | undefined;
 
   constructor(config: HostConfig, port: HostPort, options: ActorHostOptions) {
     this.#config = config;
@@ -84,6 +93,7 @@ export class ActorHost {
     this.#tools = new ToolRegistry(options.tools);
     this.#env = config.env === undefined ? undefined : { ...config.env };
     this.#out = new Batcher((items) => port.postMessage(items));
+    this.#state = options.state === undefined ? undefined : new Int32Array(options.state);
     this.#pooledTools = new PooledTools({
       nextRequestId: () => {
         const id = this.#nextRequest;
@@ -118,7 +128,11 @@ export class ActorHost {
   static async create(
     config: HostConfig,
     port: HostPort,
-    options: { builtins: readonly AnyTool[]; threadId?: number | undefined },
+    options: {
+      builtins: readonly AnyTool[];
+      threadId?: number | undefined;
+      state?: SharedArrayBuffer | undefined;
+    },
   ): Promise<ActorHost> {
     let tools: AnyTool[] = [...options.builtins];
     let loadError: TroupeError | undefined;
@@ -144,7 +158,12 @@ export class ActorHost {
           ? error
           : new TroupeError('usage.invalid_option', errorMessage(error), { cause: error });
     }
-    const host = new ActorHost(config, port, { tools, threadId: options.threadId });
+    if (options.state !== undefined) tools = namedTools(tools, options.state);
+    const host = new ActorHost(config, port, {
+      tools,
+      threadId: options.threadId,
+      state: options.state,
+    });
     built = host;
     if (loadError !== undefined) {
       host.#loadError = loadError;
@@ -159,6 +178,9 @@ export class ActorHost {
       this.#shutdown = resolve;
     });
     this.#port.on('message', (data) => this.#receive(data));
+    const state = this.#state;
+    if (state !== undefined)
+      this.#beat = setInterval(() => Atomics.add(state, HOST_STATE.beat, 1), BEAT_MS);
     // Warnings raised in this thread become events of the actor whose work raised them
     // (or of the newest actor), never text on the terminal under the live view.
     const release = captureWarnings(
@@ -166,6 +188,7 @@ export class ActorHost {
     );
     return stopped.then(async () => {
       while (this.#running.size > 0) await Promise.all([...this.#running]);
+      clearInterval(this.#beat);
       await this.#mcp?.close();
       this.#out.close();
       release();
@@ -479,6 +502,27 @@ export class ActorHost {
     this.#stored.clear();
     this.#shutdown?.();
   }
+}
+
+// Every tool, wrapped so that while its synchronous code runs the shared
+// state names its actor and itself: if that code blocks the thread (a busy
+// loop, a catastrophic regex), the watchdog can say whose tool it was.
+function namedTools(tools: readonly AnyTool[], state: SharedArrayBuffer): AnyTool[] {
+  const slots = new Int32Array(state);
+  const bytes = new Uint8Array(state, HOST_NAME_OFFSET);
+  const encoder = new TextEncoder();
+  return tools.map((tool) => ({
+    ...tool,
+    execute: (input: unknown, context: ToolContext) => {
+      const { written } = encoder.encodeInto(`${context.agentId}\0${tool.name}`, bytes);
+      Atomics.store(slots, HOST_STATE.named, written);
+      try {
+        return tool.execute(input, context);
+      } finally {
+        Atomics.store(slots, HOST_STATE.named, 0);
+      }
+    },
+  }));
 }
 
 // True when `value` survives a structured clone: no function or symbol inside (zod output is plain data).

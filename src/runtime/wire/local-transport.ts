@@ -8,6 +8,9 @@ import { Piscina } from 'piscina';
 import { errorMessage, isTroupeError, TroupeError } from '../../errors.js';
 import { Batcher } from './batcher.js';
 import {
+  HOST_NAME_OFFSET,
+  HOST_STATE,
+  HOST_STATE_BYTES,
   type HostConfig,
   type HostTask,
   type MainToWorkerInput,
@@ -25,6 +28,18 @@ export interface LocalTransportOptions {
   resourceLimits?: ResourceLimits | undefined;
   /** The built worker entry (default dist/workers/agent-entry.cjs). */
   workerUrl?: URL | undefined;
+  /**
+   * A ready thread whose heartbeat stops this long is blocked: the watchdog
+   * stops it, naming the actor and tool that held it when it can (absent:
+   * no watchdog).
+   */
+  blockedMs?: number | undefined;
+}
+
+/** Why the watchdog stopped a host: its culprit when one was named, in the hostDown error's details. */
+export interface BlockedHost {
+  blockedMs: number;
+  culprit?: { actorId: string; tool: string } | undefined;
 }
 
 interface LocalHost {
@@ -37,6 +52,10 @@ interface LocalHost {
   ready: boolean;
   done: Promise<unknown>;
   stopReason: string | undefined;
+  state: Int32Array;
+  beat: number;
+  beatAt: number;
+  blocked: BlockedHost | undefined;
 }
 
 // Hosts that die before saying hello: after this many in a row, the threads cannot start at all.
@@ -70,6 +89,8 @@ export class LocalTransport implements Transport {
   #nextHostId = 1;
   #bootFailures = 0;
   #closing = false;
+  #watchdog: NodeJS.Timeout | undefined;
+  #sweptAt = 0;
 
   constructor(options: LocalTransportOptions) {
     this.#options = options;
@@ -97,6 +118,22 @@ export class LocalTransport implements Transport {
       handlers.error(asTroupeError(error, 'The worker pool reported an error'), false);
     });
     for (let index = 0; index < threads; index += 1) this.#startHost();
+    const blockedMs = this.#options.blockedMs;
+    if (blockedMs !== undefined) {
+      const every = Math.max(25, Math.min(1000, Math.floor(blockedMs / 4)));
+      this.#sweptAt = performance.now();
+      this.#watchdog = setInterval(() => this.#watch(blockedMs, every), every);
+      this.#watchdog.unref();
+    }
+  }
+
+  /** True when a host's heartbeat is late (a quarter of the watchdog's bound, at least 1 s): place elsewhere. */
+  late(hostId: number): boolean {
+    const host = this.#hosts.get(hostId);
+    const blockedMs = this.#options.blockedMs;
+    if (host === undefined || !host.ready || blockedMs === undefined) return false;
+    this.#readBeat(host);
+    return performance.now() - host.beatAt >= Math.max(1000, blockedMs / 4);
   }
 
   /** Threads alive in the pool now (0 before start and after close). */
@@ -139,6 +176,7 @@ export class LocalTransport implements Transport {
   async close(graceMs: number): Promise<void> {
     if (this.#closing) return;
     this.#closing = true;
+    clearInterval(this.#watchdog);
     const pool = this.#pool;
     if (pool === undefined) return;
     const hosts = [...this.#hosts.values()].filter((host) => host.alive);
@@ -166,7 +204,8 @@ export class LocalTransport implements Transport {
     const { port1, port2 } = new MessageChannel();
     const id = this.#nextHostId;
     this.#nextHostId += 1;
-    const task: HostTask = { hostId: id, port: port2 };
+    const state = new SharedArrayBuffer(HOST_STATE_BYTES);
+    const task: HostTask = { hostId: id, port: port2, state };
     const stop = new AbortController();
     const host: LocalHost = {
       id,
@@ -178,6 +217,10 @@ export class LocalTransport implements Transport {
       ready: false,
       done: pool.run(task, { transferList: [port2], signal: stop.signal }),
       stopReason: undefined,
+      state: new Int32Array(state),
+      beat: 0,
+      beatAt: performance.now(),
+      blocked: undefined,
     };
     this.#hosts.set(id, host);
     port1.on('message', (data: unknown) => this.#receive(host, data));
@@ -201,10 +244,53 @@ export class LocalTransport implements Transport {
     for (const item of items) {
       if (item.type === 'host.ready') {
         host.ready = true;
+        host.beatAt = performance.now();
         this.#bootFailures = 0;
       }
     }
     handlers.items(host.id, items);
+  }
+
+  // Stops ready hosts whose heartbeat has not moved for `blockedMs`. A sweep
+  // that itself came late (this thread was busy, or the machine starved it)
+  // judges nobody: the silence may be ours.
+  #watch(blockedMs: number, every: number): void {
+    const now = performance.now();
+    const late = now - this.#sweptAt > every * 2 + 250;
+    this.#sweptAt = now;
+    for (const host of this.#hosts.values()) {
+      if (!host.alive || !host.ready || host.stopReason !== undefined) continue;
+      if (late) {
+        this.#readBeat(host);
+        host.beatAt = now;
+        continue;
+      }
+      if (this.#readBeat(host) || now - host.beatAt < blockedMs) continue;
+      const blocked: BlockedHost = { blockedMs: Math.round(now - host.beatAt) };
+      const named = Atomics.load(host.state, HOST_STATE.named);
+      if (named > 0) {
+        const bytes = new Uint8Array(host.state.buffer, HOST_NAME_OFFSET, named).slice();
+        const [actorId = '', tool = ''] = new TextDecoder().decode(bytes).split('\0');
+        blocked.culprit = { actorId, tool };
+      }
+      host.blocked = blocked;
+      const seconds = (blocked.blockedMs / 1000).toFixed(1);
+      this.terminate(
+        host.id,
+        blocked.culprit === undefined
+          ? `it was blocked for ${seconds} s while no tool call ran (code after an await, or troupe's own)`
+          : `${blocked.culprit.actorId}'s tool \`${blocked.culprit.tool}\` blocked it for ${seconds} s`,
+      );
+    }
+  }
+
+  // True when the heartbeat moved since the last look.
+  #readBeat(host: LocalHost): boolean {
+    const beat = Atomics.load(host.state, HOST_STATE.beat);
+    if (beat === host.beat) return false;
+    host.beat = beat;
+    host.beatAt = performance.now();
+    return true;
   }
 
   // Messages the thread posted before it died are still queued on our end: read them first.
@@ -258,7 +344,13 @@ export class LocalTransport implements Transport {
     return new TroupeError('runtime.worker_exit', what, {
       cause: error,
       details:
-        host.stopReason === undefined ? { hostId: host.id } : { hostId: host.id, stopped: true },
+        host.stopReason === undefined
+          ? { hostId: host.id }
+          : {
+              hostId: host.id,
+              stopped: true,
+              ...(host.blocked === undefined ? {} : { blocked: { ...host.blocked } }),
+            },
     });
   }
 }

@@ -330,7 +330,22 @@ export interface HostTask {
   hostId: number;
   /** The host's port (transferred); every item of the protocol goes over it. */
   port: unknown;
+  /** Shared with the main thread's watchdog (see HOST_STATE); absent: no watchdog. */
+  state?: SharedArrayBuffer | undefined;
 }
+
+/**
+ * An actor thread's shared state: Int32 slot `beat`, a heartbeat the host
+ * bumps on a timer; slot `named`, the byte length of the name written at
+ * HOST_NAME_OFFSET (`<actorId>\0<tool>`, UTF-8) while that actor's tool
+ * runs synchronous code, 0 otherwise. A blocked thread cannot speak, so this
+ * is how the watchdog learns whose tool blocked it.
+ */
+export const HOST_STATE = { beat: 0, named: 1 } as const;
+/** Where the name starts in an actor thread's shared state, in bytes. */
+export const HOST_NAME_OFFSET = 8;
+/** Bytes of an actor thread's shared state. */
+export const HOST_STATE_BYTES = 264;
 
 /**
  * What a host puts on the wire and the main thread acts on: protocol items,

@@ -46,6 +46,8 @@ export interface Transport {
    * Optional: a transport without it gets every item through `send`.
    */
   sendPorts?(hostId: number, item: MainToWorkerInput, ports: readonly MessagePort[]): boolean;
+  /** True when a host looks busy or stuck (its heartbeat is late): placement avoids it while others are not. Optional. */
+  late?(hostId: number): boolean;
   /** Asks every host to shut down, waits up to `graceMs`, then stops what is left. */
   close(graceMs: number): Promise<void>;
 }
