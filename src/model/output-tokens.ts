@@ -31,9 +31,10 @@ export function outputTokenLimits(spec: ModelSpec): OutputTokenLimits {
   let minimum = MIN_CALL_OUTPUT_TOKENS;
   if (spec.provider === 'openai') wanted = spec.maxTokens ?? wanted;
   if (spec.provider === 'anthropic') {
-    const fixedThinking = spec.thinking !== undefined && spec.thinking.adaptive !== true;
-    wanted = spec.maxTokens ?? wanted + (fixedThinking ? (spec.thinking?.budgetTokens ?? 0) : 0);
-    if (fixedThinking) minimum += MIN_THINKING_BUDGET_TOKENS;
+    // As the provider's own default: the thinking budget on top, adaptive or not.
+    wanted = spec.maxTokens ?? wanted + (spec.thinking?.budgetTokens ?? 0);
+    if (spec.thinking !== undefined && spec.thinking.adaptive !== true)
+      minimum += MIN_THINKING_BUDGET_TOKENS;
   }
   return { wanted, minimum: Math.min(minimum, wanted) };
 }

@@ -281,6 +281,31 @@ describe('AnthropicModel', () => {
     expect(final).toMatchObject({ content: '18°C.', thinking: 'Now answer.' });
   });
 
+  it('sends the max_tokens a budgeted call was given, thinking less so that the answer keeps room', async () => {
+    server.enqueue(
+      anthropicReply({ blocks: [{ type: 'text', text: 'a' }] }),
+      anthropicReply({ blocks: [{ type: 'text', text: 'b' }] }),
+      anthropicReply({ blocks: [{ type: 'text', text: 'c' }] }),
+    );
+    const model = anthropic({ thinking: { budgetTokens: 4096 } });
+
+    await model.complete({ messages: ask, maxTokens: 3000 });
+    await model.complete({ messages: ask, maxTokens: 1100 });
+    await model.complete({ messages: ask, maxTokens: 1000 });
+
+    // 3,000 - 256 for the answer; then the API's minimum of 1,024 (below max_tokens); then none.
+    expect(sentBody(0)).toMatchObject({
+      max_tokens: 3000,
+      thinking: { type: 'enabled', budget_tokens: 2744 },
+    });
+    expect(sentBody(1)).toMatchObject({
+      max_tokens: 1100,
+      thinking: { type: 'enabled', budget_tokens: 1024 },
+    });
+    expect(sentBody(2).max_tokens).toBe(1000);
+    expect(sentBody(2).thinking).toBeUndefined();
+  });
+
   it('sends adaptive thinking when asked, and turns thinking off for a turn whose history lost its thinking blocks', async () => {
     server.enqueue(
       anthropicReply({
