@@ -76,6 +76,9 @@ export class BudgetReservations {
   #unmeteredTokens = 0;
   #unmeteredCostUsd = 0;
   #exhausted = false;
+  // Running sums of what the calls in flight hold (thousands of agents may ask at once).
+  #heldTokens = 0;
+  #heldCostUsd = 0;
   // The largest prompt the coordinator sent: its last turn resends it and more.
   #rootPromptTokens = 0;
 
@@ -91,9 +94,7 @@ export class BudgetReservations {
 
   /** Tokens promised to calls in flight (prompt estimates plus max_tokens). */
   get heldTokens(): number {
-    let tokens = 0;
-    for (const held of this.#held.values()) tokens += held.tokens;
-    return tokens;
+    return this.#heldTokens;
   }
 
   /** Tokens charged for calls lost in flight (not in the ledger). */
@@ -135,7 +136,7 @@ export class BudgetReservations {
   settle(id: number, outcome: CallOutcome, agentId?: string): void {
     const held = this.#held.get(id);
     if (held === undefined || (agentId !== undefined && held.agentId !== agentId)) return;
-    this.#held.delete(id);
+    this.#drop(id, held);
     // A reported usage is in the ledger by now (model.response comes first).
     if (outcome === 'aborted') this.#charge(held);
     this.#drain();
@@ -145,7 +146,7 @@ export class BudgetReservations {
   release(agentId: string): void {
     for (const [id, held] of this.#held) {
       if (held.agentId !== agentId) continue;
-      this.#held.delete(id);
+      this.#drop(id, held);
       this.#charge(held);
     }
     for (const waiting of [...this.#queue]) {
@@ -159,6 +160,12 @@ export class BudgetReservations {
   markExhausted(): void {
     this.#exhausted = true;
     this.#drain();
+  }
+
+  #drop(id: number, held: Held): void {
+    this.#held.delete(id);
+    this.#heldTokens -= held.tokens;
+    this.#heldCostUsd -= held.costUsd;
   }
 
   #charge(held: Held): void {
@@ -212,8 +219,7 @@ export class BudgetReservations {
     }
     // A model without a price costs nothing in the ledger, so only priced calls are held to a cost limit.
     if (costUsd !== undefined && price !== undefined && price.outputPerMTok > 0) {
-      let heldCost = 0;
-      for (const held of this.#held.values()) heldCost += held.costUsd;
+      const heldCost = this.#heldCostUsd;
       const promptCost = (request.promptTokens * price.inputPerMTok) / 1e6;
       const left =
         costUsd * (1 - keep) - spent.costUsd - this.#unmeteredCostUsd - heldCost - promptCost;
@@ -228,13 +234,16 @@ export class BudgetReservations {
       this.#nextId += 1;
       const promptCostUsd =
         price === undefined ? 0 : (request.promptTokens * price.inputPerMTok) / 1e6;
-      this.#held.set(id, {
+      const held: Held = {
         agentId: request.agentId,
         promptTokens: request.promptTokens,
         tokens: request.promptTokens + room,
         promptCostUsd,
         costUsd: promptCostUsd + (price === undefined ? 0 : (room * price.outputPerMTok) / 1e6),
-      });
+      };
+      this.#held.set(id, held);
+      this.#heldTokens += held.tokens;
+      this.#heldCostUsd += held.costUsd;
       return { ok: true, id, maxTokens: room };
     }
     // Calls in flight will give room back: wait for them.
