@@ -3,6 +3,7 @@ import { TroupeError } from '../errors.js';
 import { JsonRenderer } from '../render/json.js';
 import { LineRenderer } from '../render/lines.js';
 import { LiveRenderer } from '../render/live.js';
+import type { LiveActions } from '../render/live-navigator.js';
 import type { EventRenderer } from '../render/renderer.js';
 import type { PriceFunction } from '../render/run-state.js';
 import { supportsColor, type TerminalOutput } from '../render/terminal.js';
@@ -22,6 +23,11 @@ export interface CliIo {
   cwd?: string | undefined;
   /** Aborts when the person presses Ctrl-C. */
   signal?: AbortSignal | undefined;
+  /**
+   * Does what Ctrl-C does (the first stops the run, a second leaves at once),
+   * for a view that reads keys in raw mode, where Ctrl-C is a key, not SIGINT.
+   */
+  interrupt?: (() => void) | undefined;
 }
 
 /** Ends a command with an exit code (caught by runCli). */
@@ -52,7 +58,12 @@ export function chooseOutputMode(
 export function createRenderer(
   mode: OutputMode,
   io: CliIo,
-  options: { model?: string | undefined; price?: PriceFunction | undefined } = {},
+  options: {
+    model?: string | undefined;
+    price?: PriceFunction | undefined;
+    /** Makes the live view interactive. */
+    actions?: LiveActions | undefined;
+  } = {},
 ): EventRenderer & { start?: () => void } {
   switch (mode) {
     case 'json':
@@ -66,6 +77,7 @@ export function createRenderer(
         color: supportsColor(io.stdout, io.env),
         model: options.model,
         price: options.price,
+        actions: options.actions,
       });
   }
 }

@@ -175,6 +175,7 @@ export async function main(argv: readonly string[] = process.argv): Promise<numb
     },
     cwd: process.cwd(),
     signal: interrupt.signal,
+    interrupt: onSignal,
   };
   try {
     return await runCli(argv, io);

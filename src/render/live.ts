@@ -1,10 +1,15 @@
 import type { AgentEvent } from '../events/schema.js';
 import { totalTokens } from '../model/types.js';
 import { createRedactor } from '../util/redact.js';
+import { TranscriptStore } from './agent-transcript.js';
+import { filteredLines, fitTree, type TreeLine, treeLines } from './agent-tree.js';
 import { finalAnswerBlock } from './answer.js';
 import { chatLayout } from './chat-layout.js';
-import { fitParts, fitRow, planColumns, type RowCells } from './columns.js';
+import { fitParts } from './columns.js';
+import type { KeyName } from './keys.js';
+import { type LiveActions, LiveNavigator } from './live-navigator.js';
 import type { EventRenderer } from './renderer.js';
+import { roleLines, roleProgress } from './role-progress.js';
 import {
   type AgentView,
   formatCost,
@@ -42,17 +47,15 @@ export interface LiveRendererOptions {
   /** A label for the header: the model in use ("offline (heuristic)"). */
   model?: string | undefined;
   price?: PriceFunction | undefined;
+  /**
+   * Makes the view interactive (keys through `press`): select and browse
+   * every agent, open its transcript, filter, cancel an agent, stop the run.
+   */
+  actions?: LiveActions | undefined;
 }
 
-type TreeEntry =
-  | { kind: 'agent'; agent: AgentView; guide: string }
-  | { kind: 'fold'; text: string };
-
-interface TreeLine {
-  text: string;
-  agent: AgentView | undefined;
-  keep: boolean;
-}
+/** Sub-agents from which the per-role progress lines show. */
+const ROLE_LINES_FROM = 4;
 
 /**
  * The live multi-agent view: a tree of agents (status glyph or spinner, role,
@@ -72,6 +75,8 @@ export class LiveRenderer implements EventRenderer {
   readonly #intervalMs: number;
   readonly #model: string | undefined;
   readonly #log: string[] = [];
+  readonly #transcripts = new TranscriptStore();
+  readonly #navigator: LiveNavigator | undefined;
   #timer: NodeJS.Timeout | undefined;
   #dirty = false;
   #finished = false;
@@ -85,6 +90,21 @@ export class LiveRenderer implements EventRenderer {
     this.#intervalMs = options.frameIntervalMs ?? 100;
     this.#model = options.model;
     this.state = new RunState({ price: options.price });
+    this.#navigator =
+      options.actions === undefined ? undefined : new LiveNavigator(this.state, options.actions);
+  }
+
+  /** True when the view takes keys (`press`). */
+  get interactive(): boolean {
+    return this.#navigator !== undefined && !this.#finished;
+  }
+
+  /** Takes one key of the interactive view and redraws when it changed anything. */
+  press(key: KeyName): void {
+    if (this.#navigator === undefined || this.#finished) return;
+    // The list as on screen now, so a move goes to the row the person sees next.
+    this.frame();
+    if (this.#navigator.press(key) === 'redraw') this.draw();
   }
 
   /** Starts the redraw timer. Without it, frames are drawn only by `draw()` and `finish()`. */
@@ -115,6 +135,7 @@ export class LiveRenderer implements EventRenderer {
 
   handle(event: AgentEvent): void {
     this.state.apply(event);
+    if (this.#navigator !== undefined) this.#transcripts.record(event);
     this.#appendLog(event);
     this.#dirty = true;
   }
@@ -130,6 +151,8 @@ export class LiveRenderer implements EventRenderer {
     this.#finished = true;
     if (this.#timer !== undefined) clearInterval(this.#timer);
     this.#timer = undefined;
+    // The last frame is the overview, whatever was open.
+    this.#navigator?.reset();
     this.draw();
     this.#frames.done();
     if (this.state.agents.size > 0) {
@@ -146,16 +169,101 @@ export class LiveRenderer implements EventRenderer {
   frame(): string[] {
     const rows = Math.max(this.#output.rows || 24, 8);
     const width = this.#width();
-    const logHeight = Math.min(8, Math.max(2, Math.floor(rows / 4)));
+    const navigator = this.interactive ? this.#navigator : undefined;
+    if (navigator?.open !== undefined) return this.#transcriptFrame(navigator, rows, width);
+    const footer = navigator === undefined ? [] : [navigator.footer(width, this.#palette)];
+    const logHeight = Math.min(8, Math.max(2, Math.floor(rows / 4))) - footer.length;
     const failures = this.#failureLines(width, Math.max(2, Math.floor(rows / 5)));
-    const treeHeight = Math.max(rows - 3 - logHeight - failures.length, 2);
+    const room = Math.max(rows - 3 - logHeight - failures.length - footer.length, 2);
+    const roles = this.#roleLines(width, room);
+    const treeHeight = Math.max(room - roles.length, 2);
     const log = this.#log.slice(-logHeight).map((line) => cutToWidth(line, width));
     return [
       this.#header(width),
-      ...this.#tree(treeHeight, width),
+      ...roles,
+      ...this.#agentList(treeHeight, width, navigator),
       ...failures,
       this.#palette.dim(cutToWidth('── recent ──', width)),
       ...log,
+      ...footer,
+    ];
+  }
+
+  /**
+   * One progress line per sub-agent role (done of total, failed, running,
+   * tokens, ETA), once there are enough sub-agents for a count to help: at
+   * most a third of `room`.
+   */
+  #roleLines(width: number, room: number): string[] {
+    const subAgents = this.state.agents.size - this.state.roots.length;
+    if (subAgents < ROLE_LINES_FROM) return [];
+    const progress = roleProgress(this.state, this.#time());
+    return roleLines(progress, this.#palette, width, Math.max(1, Math.floor(room / 3)));
+  }
+
+  #agentList(maxLines: number, width: number, navigator: LiveNavigator | undefined): string[] {
+    const options = {
+      state: this.state,
+      palette: this.#palette,
+      now: this.#time(),
+      glyph: (agent: AgentView) => this.#glyph(agent),
+    };
+    if (navigator?.browsing === true) {
+      // Browsing: every agent, unfolded, in a window that follows the selection.
+      const inner = { ...options, width: width - 2, fold: false };
+      const filter = navigator.filter;
+      const lines =
+        filter.kind === 'all'
+          ? treeLines({ ...inner, sort: this.state.agents.size > maxLines })
+          : filteredLines({ ...inner, sort: true }, filter);
+      return navigator.window(lines, maxLines, width, this.#palette);
+    }
+    let lines: TreeLine[] = treeLines({ ...options, width, fold: false, sort: false });
+    if (lines.length > maxLines) lines = treeLines({ ...options, width, fold: true, sort: true });
+    const hint = navigator === undefined ? '' : ' · ↓ browses them all';
+    const fitted = fitTree(lines, maxLines, this.#palette, width, hint);
+    if (navigator !== undefined) navigator.window(fitted, fitted.length, width, this.#palette);
+    return fitted.map((line) => line.text);
+  }
+
+  /** An agent's transcript over the whole window: its header, its story, the keys. */
+  #transcriptFrame(navigator: LiveNavigator, rows: number, width: number): string[] {
+    const p = this.#palette;
+    const id = navigator.open ?? '';
+    const agent = this.state.agents.get(id);
+    const now = this.#time();
+    const head = fitParts(
+      [
+        { text: `${agent === undefined ? '?' : this.#glyph(agent)} ${p.bold(id)}`, drop: 0 },
+        ...(agent?.role === undefined ? [] : [{ text: p.dim(agent.role), drop: 3 }]),
+        {
+          text:
+            agent === undefined
+              ? ''
+              : oneLine(
+                  agent.status === 'running' ? agent.activity : agent.status.replace('_', ' '),
+                ),
+          drop: 1,
+        },
+        ...(agent === undefined
+          ? []
+          : [
+              { text: `${agent.steps} step${agent.steps === 1 ? '' : 's'}`, drop: 2 },
+              { text: `${formatTokens(totalTokens(agent.usage))} tok`, drop: 0 },
+              { text: formatDuration((agent.endTs ?? now) - agent.startTs), drop: 0 },
+            ]),
+      ],
+      p.dim(' · '),
+      width,
+    );
+    const height = Math.max(rows - 4, 1);
+    const body = navigator.transcriptWindow(this.#transcripts.lines(id, width, p), height);
+    return [
+      head,
+      p.dim(cutToWidth(`── transcript · ${navigator.transcriptPosition()} ──`, width)),
+      ...body,
+      ...Array.from({ length: height - body.length }, () => ''),
+      navigator.footer(width, p),
     ];
   }
 
@@ -254,127 +362,6 @@ export class LiveRenderer implements EventRenderer {
         if (agent.activity.startsWith('waiting')) return p.dim('◌');
         return p.cyan(SPINNER[Math.floor(this.#time() / SPINNER_FRAME_MS) % SPINNER.length] ?? '*');
     }
-  }
-
-  #tree(maxLines: number, width: number): string[] {
-    let lines = this.#treeLines(false, width);
-    if (lines.length > maxLines) lines = this.#treeLines(true, width);
-    if (lines.length > maxLines) {
-      // Still too tall: keep roots and fold counts, then running agents, then
-      // failures (also listed below the tree), then the rest; count what is hidden.
-      const budget = maxLines - 1;
-      const rank = (line: TreeLine): number =>
-        line.keep
-          ? 0
-          : line.agent?.status === 'running'
-            ? 1
-            : line.agent?.status === 'failed' || line.agent?.status === 'timed_out'
-              ? 2
-              : 3;
-      const kept = new Set<TreeLine>();
-      for (const level of [0, 1, 2, 3]) {
-        for (const line of lines) {
-          if (kept.size >= budget) break;
-          if (rank(line) === level) kept.add(line);
-        }
-      }
-      const hidden = lines.filter((line) => !kept.has(line));
-      const running = hidden.filter((line) => line.agent?.status === 'running').length;
-      lines = [
-        ...lines.filter((line) => kept.has(line)),
-        {
-          text: this.#palette.dim(
-            cutToWidth(`… ${hidden.length} more not shown (${running} running)`, width),
-          ),
-          agent: undefined,
-          keep: true,
-        },
-      ];
-    }
-    return lines.map((line) => line.text);
-  }
-
-  #treeLines(fold: boolean, width: number): TreeLine[] {
-    const now = this.#time();
-    const p = this.#palette;
-    const showCost = this.state.totalCost() > 0;
-    const entries: TreeEntry[] = [];
-    const visit = (agent: AgentView, prefix: string, isLast: boolean, isRoot: boolean): void => {
-      entries.push({
-        kind: 'agent',
-        agent,
-        guide: isRoot ? '' : `${prefix}${isLast ? '└─ ' : '├─ '}`,
-      });
-      const childPrefix = isRoot ? '' : `${prefix}${isLast ? '   ' : '│  '}`;
-      const children = agent.children
-        .map((child) => this.state.agents.get(child))
-        .filter((child): child is AgentView => child !== undefined);
-      const folded = fold ? children.filter((child) => this.#foldable(child)) : [];
-      const shown = children.filter((child) => !folded.includes(child));
-      shown.forEach((child, index) => {
-        visit(child, childPrefix, index === shown.length - 1 && folded.length === 0, false);
-      });
-      if (folded.length > 0) {
-        const completed = folded.filter((child) => child.status === 'completed').length;
-        const cancelled = folded.length - completed;
-        const roles = [...new Set(folded.map((child) => child.role ?? '?'))].join(', ');
-        const tokens = folded.reduce(
-          (sum, child) => sum + totalTokens(this.state.subtreeUsage(child.id)),
-          0,
-        );
-        entries.push({
-          kind: 'fold',
-          text: cutToWidth(
-            `${p.dim(`${childPrefix}└─ `)}${p.green('✔')} ${p.dim(`${folded.length} finished (${completed} completed${cancelled > 0 ? `, ${cancelled} cancelled` : ''}) · ${roles} · ${formatTokens(tokens)} tok`)}`,
-            width,
-          ),
-        });
-      }
-    };
-    this.state.roots.forEach((root, index) => {
-      const agent = this.state.agents.get(root);
-      if (agent !== undefined) visit(agent, '', index === this.state.roots.length - 1, true);
-    });
-
-    const rows = new Map<AgentView, RowCells>();
-    for (const entry of entries) {
-      if (entry.kind !== 'agent') continue;
-      const { agent, guide } = entry;
-      const failed = agent.status === 'failed' || agent.status === 'timed_out';
-      const subtree =
-        agent.children.length > 0 ? totalTokens(this.state.subtreeUsage(agent.id)) : undefined;
-      rows.set(agent, {
-        left: `${p.dim(guide)}${this.#glyph(agent)} ${failed ? p.red(agent.id) : agent.id}`,
-        role: p.dim(agent.role ?? ''),
-        // A failure's reason is in the failures section, in full.
-        activity: oneLine(agent.activity),
-        steps: `${agent.steps} step${agent.steps === 1 ? '' : 's'}`,
-        tokens: `${formatTokens(totalTokens(agent.usage))} tok`,
-        subtree: subtree === undefined ? '' : `Σ ${formatTokens(subtree)}`,
-        cost: showCost ? formatCost(this.state.subtreeCost(agent.id)) : '',
-        time: formatDuration((agent.endTs ?? now) - agent.startTs),
-        progress: agent.progress === undefined ? '' : p.dim(oneLine(agent.progress)),
-      });
-    }
-    const plan = planColumns([...rows.values()], width);
-    return entries.map((entry): TreeLine => {
-      if (entry.kind === 'fold') return { text: entry.text, agent: undefined, keep: true };
-      const { agent } = entry;
-      const row = rows.get(agent);
-      return {
-        text: row === undefined ? '' : fitRow(row, plan),
-        agent,
-        keep: agent.parentId === undefined,
-      };
-    });
-  }
-
-  #foldable(agent: AgentView): boolean {
-    if (agent.status !== 'completed' && agent.status !== 'cancelled') return false;
-    return agent.children.every((child) => {
-      const view = this.state.agents.get(child);
-      return view === undefined || this.#foldable(view);
-    });
   }
 
   #appendLog(event: AgentEvent): void {

@@ -59,6 +59,8 @@ export interface Palette {
   yellow(text: string): string;
   cyan(text: string): string;
   magenta(text: string): string;
+  /** Reverse video: the selected row of a list. */
+  inverse(text: string): string;
 }
 
 const style =
@@ -78,6 +80,7 @@ export function createPalette(enabled: boolean): Palette {
       yellow: same,
       cyan: same,
       magenta: same,
+      inverse: same,
     };
   }
   return {
@@ -88,6 +91,7 @@ export function createPalette(enabled: boolean): Palette {
     yellow: style(33, 39),
     cyan: style(36, 39),
     magenta: style(35, 39),
+    inverse: style(7, 27),
   };
 }
 

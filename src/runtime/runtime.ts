@@ -336,6 +336,24 @@ export class Runtime {
   }
 
   /**
+   * Cancels one agent and its descendants (the interactive view's `c`); for
+   * a root such as the coordinator, its sub-agents. False when no such agent
+   * is running.
+   */
+  cancel(agentId: string, reason: string): boolean {
+    const record = this.#table.get(agentId);
+    if (record === undefined) {
+      if (!this.#table.has(agentId)) return false;
+      const live = this.#table.liveChildren(agentId);
+      this.cancelChildren(agentId, reason);
+      return live.length > 0;
+    }
+    if (record.state === 'finished') return false;
+    this.#lifecycle.cancel(record, reason, 'cancelled');
+    return true;
+  }
+
+  /**
    * Starts the pool's threads now instead of at the first spawn, so their
    * start (a thread and its modules, ~100 ms of a cold process) overlaps
    * with what runs before it, such as the coordinator's first model call.

@@ -161,3 +161,92 @@ describe('LiveRenderer', () => {
     expect(frames.get(60)?.[0]).not.toContain('offline');
   });
 });
+
+describe('LiveRenderer, interactive', () => {
+  function interactive() {
+    const factory = new EventFactory();
+    const output = new FakeTerminal({ isTTY: true, columns: 100, rows: 20 });
+    const cancelled: string[] = [];
+    let stops = 0;
+    const renderer = new LiveRenderer({
+      output,
+      env: {},
+      color: false,
+      now: () => factory.ts,
+      actions: { stop: () => (stops += 1), cancel: (id) => cancelled.push(id) },
+    });
+    renderer.handle(factory.make('coordinator', { type: 'run.started', task: 'fan out' }));
+    for (let i = 1; i <= 40; i++) {
+      renderer.handle(
+        factory.make(
+          `researcher-${i}`,
+          { type: 'agent.spawned', task: `topic ${i}` },
+          { parentId: 'coordinator', role: 'researcher' },
+        ),
+      );
+    }
+    renderer.handle(
+      factory.make(
+        'researcher-40',
+        { type: 'tool.call', callId: 'c1', name: 'read_file', input: { path: 'notes/40.md' } },
+        { parentId: 'coordinator', role: 'researcher' },
+      ),
+    );
+    return { renderer, cancelled, stops: () => stops };
+  }
+
+  it('moves a selection through every agent, past what the overview has room for', () => {
+    const { renderer } = interactive();
+    expect(renderer.frame().some((line) => line.startsWith('›'))).toBe(false);
+    renderer.press('down');
+    expect(renderer.frame().find((line) => line.startsWith('›'))).toContain('coordinator');
+    renderer.press('end');
+    const frame = renderer.frame();
+    expect(frame.find((line) => line.startsWith('›'))).toMatch(/researcher-\d+ /);
+    expect(frame.some((line) => /^ {2}↑ \d+ more$/.test(line))).toBe(true);
+    expect(frame.at(-1)).toBe('↑↓ select · ⏎ open · f filter: all agents · c cancel · q stop');
+  });
+
+  it('opens the transcript of the selected agent and goes back with Escape', () => {
+    const { renderer } = interactive();
+    renderer.press('down');
+    renderer.press('down');
+    renderer.press('enter');
+    const frame = renderer.frame();
+    // The busiest agent sorts first among 40 siblings: researcher-40 reads a file.
+    expect(frame[0]).toMatch(/^\S researcher-40 · researcher · calling read_file/);
+    expect(frame.join('\n')).toContain('task: topic 40');
+    expect(frame.join('\n')).toContain('🤔 read_file({');
+    expect(frame).toHaveLength(19);
+    renderer.press('escape');
+    expect(renderer.frame()[0]).toMatch(/^troupe · /);
+  });
+
+  it('cancels the selected agent only after y, and stops the run on q', () => {
+    const { renderer, cancelled, stops } = interactive();
+    renderer.press('down');
+    renderer.press('down');
+    renderer.press('char:c');
+    expect(renderer.frame().at(-1)).toBe('Cancel researcher-40? y/n');
+    renderer.press('char:n');
+    expect(cancelled).toEqual([]);
+    renderer.press('char:c');
+    renderer.press('char:y');
+    expect(cancelled).toEqual(['researcher-40']);
+    renderer.press('char:q');
+    expect(stops()).toBe(1);
+  });
+
+  it('filters by status and by role with f', () => {
+    const { renderer } = interactive();
+    renderer.press('char:f');
+    expect(renderer.frame().at(-1)).toContain('f filter: running');
+    renderer.press('char:f');
+    const failed = renderer.frame();
+    expect(failed.at(-1)).toContain('f filter: failed');
+    expect(failed).toContain('  no agent matches the filter (failed)');
+    renderer.press('char:f');
+    renderer.press('char:f');
+    expect(renderer.frame().at(-1)).toContain('f filter: role researcher');
+  });
+});

@@ -19,6 +19,8 @@ export interface FanOut {
   fail?: (task: string) => string | undefined;
   /** How long each sub-agent's model call takes (default 0), so a test sees the run live. */
   delayMs?: number;
+  /** How long this task's model call takes (overrides `delayMs`); a call that never ends waits for a cancel. */
+  delayFor?: (task: string) => number | undefined;
 }
 
 function text(content: unknown): string {
@@ -50,7 +52,9 @@ export function startFanOutServer(fanOut: FanOut): Promise<MockOpenAIServer> {
       return openaiReply({
         content: fanOut.reply?.(task) ?? `Done: ${task}`,
         usage: { prompt: 1200, completion: 300 },
-        ...(fanOut.delayMs === undefined ? {} : { delayMs: fanOut.delayMs }),
+        ...((fanOut.delayFor?.(task) ?? fanOut.delayMs) === undefined
+          ? {}
+          : { delayMs: fanOut.delayFor?.(task) ?? fanOut.delayMs }),
       });
     },
   });

@@ -7,7 +7,7 @@ import { type CliIo, chooseOutputMode, exitWith, usageError } from '../context.j
 import { corpusDir } from '../package-root.js';
 import { OTEL_FLAG_HELP } from './observe.js';
 import { parsePositiveInteger } from './options.js';
-import { executeJob } from './run.js';
+import { executeJob, INTERACTIVE_FLAG_HELP } from './run.js';
 
 /** The task the demo gives the coordinator. */
 export const DEMO_TASK =
@@ -23,6 +23,7 @@ interface DemoFlags {
   quiet?: boolean | undefined;
   fast?: boolean | undefined;
   otel?: boolean | undefined;
+  interactive?: boolean | undefined;
 }
 
 /** `troupe demo`: the main job on the built-in offline model over the bundled corpus; no key, no network. */
@@ -37,6 +38,7 @@ export function registerDemoCommand(program: Command, io: CliIo): void {
     .option('--json', 'print every event as NDJSON on stdout (progress goes to stderr)')
     .option('--quiet', 'plain lines instead of the live view')
     .option('--fast', 'do not slow the offline model down for watching')
+    .option('--no-interactive', INTERACTIVE_FLAG_HELP)
     .option('--otel', OTEL_FLAG_HELP)
     .action(async (flags: DemoFlags) => {
       const workspace = corpusDir();
@@ -65,6 +67,7 @@ export function registerDemoCommand(program: Command, io: CliIo): void {
           approve: false,
           env: paced ? { ...io.env, [OFFLINE_DELAY_ENV]: String(LIVE_DEMO_DELAY_MS) } : io.env,
           otel: flags.otel === true,
+          interactive: flags.interactive !== false,
         }),
       );
     });

@@ -30,6 +30,7 @@ import {
   type OutputMode,
   usageError,
 } from '../context.js';
+import { canReadKeys, readLiveKeys } from '../live-keys.js';
 import { createPriceFunction, loadPriceTable } from '../prices.js';
 import { OTEL_FLAG_HELP, startRunObservers } from './observe.js';
 import {
@@ -77,6 +78,8 @@ export interface JobSettings {
   otel?: boolean | undefined;
   /** Place sub-agents on NATS worker nodes at this URL (`--nats`) instead of local threads. */
   nats?: string | undefined;
+  /** Read keys for the interactive live view when stdin is a terminal (default true; `--no-interactive`). */
+  interactive?: boolean | undefined;
 }
 
 interface RunFlags extends ProviderFlags, SandboxFlags {
@@ -97,7 +100,12 @@ interface RunFlags extends ProviderFlags, SandboxFlags {
   mcp?: string | undefined;
   otel?: boolean | undefined;
   nats?: string | undefined;
+  interactive?: boolean | undefined;
 }
+
+/** Help of `--no-interactive` (run and demo). */
+export const INTERACTIVE_FLAG_HELP =
+  'do not read keys in the live view (by default, when stdin is a terminal: ↑↓ select an agent, Enter opens its transcript, f filters, c cancels it, q stops the run)';
 
 /** `troupe run "<task>"`: a coordinator splits the task among sub-agents; watch it live. */
 export function registerRunCommand(program: Command, io: CliIo): void {
@@ -133,6 +141,7 @@ export function registerRunCommand(program: Command, io: CliIo): void {
     )
     .option('--json', 'print every event as NDJSON on stdout (progress goes to stderr)')
     .option('--quiet', 'plain lines instead of the live view')
+    .option('--no-interactive', INTERACTIVE_FLAG_HELP)
     .option(
       '--resume <runId>',
       'continue an interrupted run: replay its journal (no finished model call or tool call is paid for twice) and reuse the results of sub-agents that finished',
@@ -179,6 +188,7 @@ export function registerRunCommand(program: Command, io: CliIo): void {
       mcp: flags.mcp === undefined ? undefined : loadMcpConfig(resolve(cwd, flags.mcp)),
       otel: flags.otel === true,
       nats: flags.nats,
+      interactive: flags.interactive !== false,
     };
     exitWith(await executeJob(io, settings));
   });
@@ -261,9 +271,18 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
   const bus = new EventBus();
   const price = settings.prices === undefined ? undefined : createPriceFunction(settings.prices);
   const observers = startRunObservers(io, { otel: settings.otel, price }, bus);
+  // The interactive view's c and q act on the run's runtime and on the run, made below.
+  let session: RunSession | undefined;
+  const interactive = settings.mode === 'live' && settings.interactive !== false && canReadKeys(io);
   const renderer = createRenderer(settings.mode, io, {
     model: describeModel(settings.spec),
     price,
+    actions: interactive
+      ? {
+          stop: () => (io.interrupt ?? onInterrupt)(),
+          cancel: (agentId) => session?.runtime.cancel(agentId, 'cancelled from the live view (c)'),
+        }
+      : undefined,
   });
   bus.onAny((event) => renderer.handle(event));
   const ends = new Map<string, string>();
@@ -275,17 +294,25 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
   const progress = settings.mode === 'json' ? io.stderr : io.stdout;
 
   const interrupt = new AbortController();
-  const onInterrupt = (): void => interrupt.abort(new Error('interrupted (Ctrl-C)'));
+  function onInterrupt(): void {
+    interrupt.abort(new Error('interrupted (Ctrl-C)'));
+  }
   if (io.signal?.aborted === true) onInterrupt();
   io.signal?.addEventListener('abort', onInterrupt, { once: true });
   const live = renderer instanceof LiveRenderer ? renderer : undefined;
+  const keys = live?.interactive === true ? readLiveKeys(io, (key) => live.press(key)) : undefined;
   const approve = settings.approve
     ? createTerminalApprover(io, {
-        pause: () => live?.pause(),
-        resume: () => live?.resume(),
+        pause: () => {
+          keys?.suspend();
+          live?.pause();
+        },
+        resume: () => {
+          live?.resume();
+          keys?.resume();
+        },
       })
     : undefined;
-  let session: RunSession;
   try {
     session = await startRun({
       ...jobRuntimeParts(settings, approve),
@@ -309,6 +336,7 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
     });
   } catch (error) {
     io.signal?.removeEventListener('abort', onInterrupt);
+    keys?.close();
     renderer.finish();
     throw error;
   }
@@ -333,6 +361,7 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
     outcome = await session.done;
   } finally {
     io.signal?.removeEventListener('abort', onInterrupt);
+    keys?.close();
     renderer.finish();
     releaseWarnings();
   }

@@ -1,0 +1,256 @@
+import { totalTokens } from '../model/types.js';
+import { fitRow, planColumns, type RowCells } from './columns.js';
+import {
+  type AgentView,
+  formatCost,
+  formatDuration,
+  formatTokens,
+  type RunState,
+} from './run-state.js';
+import { cutToWidth, oneLine, type Palette } from './terminal.js';
+
+/** One line of the agent list: an agent's row, or a fold/more line (agent undefined). */
+export interface TreeLine {
+  text: string;
+  agent: AgentView | undefined;
+  /** Shown whatever the room: roots, fold counts, agents of rare roles. */
+  keep: boolean;
+}
+
+/** What narrows the agent list (`f` in the interactive view). */
+export type AgentFilter =
+  | { kind: 'all' }
+  | { kind: 'status'; status: 'running' | 'failed' | 'done' }
+  | { kind: 'role'; role: string };
+
+/** "running", "role analyst": a filter as the footer names it. */
+export function describeFilter(filter: AgentFilter): string {
+  if (filter.kind === 'all') return 'all agents';
+  if (filter.kind === 'role') return `role ${filter.role}`;
+  return filter.status;
+}
+
+/** True when `agent` passes `filter`. */
+export function matchesFilter(agent: AgentView, filter: AgentFilter): boolean {
+  if (filter.kind === 'all') return true;
+  if (filter.kind === 'role') return agent.role === filter.role;
+  if (filter.status === 'running') return agent.status === 'running';
+  if (filter.status === 'failed') return agent.status === 'failed' || agent.status === 'timed_out';
+  return agent.status === 'completed' || agent.status === 'cancelled';
+}
+
+/** A role with this many sub-agents or fewer is rare: its agents are never folded away. */
+export const RARE_ROLE_AGENTS = 2;
+
+/** True while an agent is queued or waiting (on a channel, on its sub-agents), not working. */
+export function isIdle(agent: AgentView): boolean {
+  return (
+    agent.status === 'running' &&
+    (agent.activity === 'starting' || agent.activity.startsWith('waiting'))
+  );
+}
+
+/**
+ * The order in which agents claim a place when not all fit, lowest first:
+ * working agents and agents of rare roles, then failures, then idle
+ * (queued, waiting) agents, then finished ones.
+ */
+export function agentRank(agent: AgentView, rare: boolean): number {
+  if (agent.status === 'failed' || agent.status === 'timed_out') return rare ? 0 : 1;
+  if (agent.status === 'running') return isIdle(agent) ? (rare ? 0 : 2) : 0;
+  return rare ? 0 : 3;
+}
+
+/** Options of one rendering of the agent list. */
+export interface TreeOptions {
+  state: RunState;
+  palette: Palette;
+  width: number;
+  /** The current time, for elapsed times. */
+  now: number;
+  /** Fold finished subtrees into one count line per parent. */
+  fold: boolean;
+  /** Order siblings by `agentRank` (working and failed before idle and done). */
+  sort: boolean;
+  /** The status glyph or spinner of an agent. */
+  glyph: (agent: AgentView) => string;
+}
+
+type Entry = { kind: 'agent'; agent: AgentView; guide: string } | { kind: 'fold'; text: string };
+
+/** Sub-agents per role (roots not counted). */
+export function roleCounts(state: RunState): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const agent of state.agents.values()) {
+    if (agent.parentId === undefined) continue;
+    const role = agent.role ?? '?';
+    counts.set(role, (counts.get(role) ?? 0) + 1);
+  }
+  return counts;
+}
+
+/**
+ * The agent tree as lines: tree guides, glyph, id, then the columns that fit
+ * the width (see planColumns). With `fold`, a parent's finished subtrees
+ * become one "N finished" line; with `sort`, siblings come in rank order.
+ */
+export function treeLines(options: TreeOptions): TreeLine[] {
+  const { state, palette: p, width } = options;
+  const counts = roleCounts(state);
+  const isRare = (agent: AgentView): boolean =>
+    agent.parentId !== undefined && (counts.get(agent.role ?? '?') ?? 0) <= RARE_ROLE_AGENTS;
+  const foldable = (agent: AgentView): boolean => {
+    if (agent.status !== 'completed' && agent.status !== 'cancelled') return false;
+    if (isRare(agent)) return false;
+    return agent.children.every((child) => {
+      const view = state.agents.get(child);
+      return view === undefined || foldable(view);
+    });
+  };
+  const entries: Entry[] = [];
+  const visit = (agent: AgentView, prefix: string, isLast: boolean, isRoot: boolean): void => {
+    entries.push({
+      kind: 'agent',
+      agent,
+      guide: isRoot ? '' : `${prefix}${isLast ? '└─ ' : '├─ '}`,
+    });
+    const childPrefix = isRoot ? '' : `${prefix}${isLast ? '   ' : '│  '}`;
+    let children = agent.children
+      .map((child) => state.agents.get(child))
+      .filter((child): child is AgentView => child !== undefined);
+    if (options.sort) {
+      const rank = new Map(children.map((child) => [child, agentRank(child, isRare(child))]));
+      children = [...children].sort((a, b) => (rank.get(a) ?? 0) - (rank.get(b) ?? 0));
+    }
+    const folded = options.fold ? children.filter(foldable) : [];
+    const shown = children.filter((child) => !folded.includes(child));
+    shown.forEach((child, index) => {
+      visit(child, childPrefix, index === shown.length - 1 && folded.length === 0, false);
+    });
+    if (folded.length > 0) {
+      const completed = folded.filter((child) => child.status === 'completed').length;
+      const cancelled = folded.length - completed;
+      const roles = [...new Set(folded.map((child) => child.role ?? '?'))].join(', ');
+      const tokens = folded.reduce(
+        (sum, child) => sum + totalTokens(state.subtreeUsage(child.id)),
+        0,
+      );
+      entries.push({
+        kind: 'fold',
+        text: cutToWidth(
+          `${p.dim(`${childPrefix}└─ `)}${p.green('✔')} ${p.dim(`${folded.length} finished (${completed} completed${cancelled > 0 ? `, ${cancelled} cancelled` : ''}) · ${roles} · ${formatTokens(tokens)} tok`)}`,
+          width,
+        ),
+      });
+    }
+  };
+  state.roots.forEach((root, index) => {
+    const agent = state.agents.get(root);
+    if (agent !== undefined) visit(agent, '', index === state.roots.length - 1, true);
+  });
+  const agentEntries = entries.filter(
+    (entry): entry is Extract<Entry, { kind: 'agent' }> => entry.kind === 'agent',
+  );
+  const rows = rowsFor(
+    agentEntries.map((entry) => ({ agent: entry.agent, lead: p.dim(entry.guide) })),
+    options,
+  );
+  return entries.map((entry): TreeLine => {
+    if (entry.kind === 'fold') return { text: entry.text, agent: undefined, keep: true };
+    return {
+      text: rows.get(entry.agent) ?? '',
+      agent: entry.agent,
+      keep: entry.agent.parentId === undefined || isRare(entry.agent),
+    };
+  });
+}
+
+/** A flat list of the agents that pass `filter`, in rank order (no tree guides). */
+export function filteredLines(options: TreeOptions, filter: AgentFilter): TreeLine[] {
+  const counts = roleCounts(options.state);
+  const agents = [...options.state.agents.values()].filter((agent) => matchesFilter(agent, filter));
+  const rank = (agent: AgentView): number =>
+    agentRank(
+      agent,
+      agent.parentId !== undefined && (counts.get(agent.role ?? '?') ?? 0) <= RARE_ROLE_AGENTS,
+    );
+  agents.sort((a, b) => rank(a) - rank(b));
+  const rows = rowsFor(
+    agents.map((agent) => ({ agent, lead: '' })),
+    options,
+  );
+  return agents.map((agent) => ({ text: rows.get(agent) ?? '', agent, keep: false }));
+}
+
+// The rows of `agents` laid out together (one column plan for all).
+function rowsFor(
+  agents: ReadonlyArray<{ agent: AgentView; lead: string }>,
+  options: TreeOptions,
+): Map<AgentView, string> {
+  const { state, palette: p, width, now } = options;
+  const showCost = state.totalCost() > 0;
+  const cells = new Map<AgentView, RowCells>();
+  for (const { agent, lead } of agents) {
+    const failed = agent.status === 'failed' || agent.status === 'timed_out';
+    const subtree =
+      agent.children.length > 0 ? totalTokens(state.subtreeUsage(agent.id)) : undefined;
+    cells.set(agent, {
+      left: `${lead}${options.glyph(agent)} ${failed ? p.red(agent.id) : agent.id}`,
+      role: p.dim(agent.role ?? ''),
+      // A failure's reason is in the failures section, in full.
+      activity: oneLine(agent.activity),
+      steps: `${agent.steps} step${agent.steps === 1 ? '' : 's'}`,
+      tokens: `${formatTokens(totalTokens(agent.usage))} tok`,
+      subtree: subtree === undefined ? '' : `Σ ${formatTokens(subtree)}`,
+      cost: showCost ? formatCost(state.subtreeCost(agent.id)) : '',
+      time: formatDuration((agent.endTs ?? now) - agent.startTs),
+      progress: agent.progress === undefined ? '' : p.dim(oneLine(agent.progress)),
+    });
+  }
+  const plan = planColumns([...cells.values()], width);
+  const rows = new Map<AgentView, string>();
+  for (const [agent, row] of cells) rows.set(agent, fitRow(row, plan));
+  return rows;
+}
+
+/**
+ * Fits tree lines into `maxLines`: kept lines first (roots, fold counts, rare
+ * roles), then working agents, idle ones, failed ones (the failures section
+ * lists them too) and finished ones, shown in tree order, with one last line
+ * counting what is hidden.
+ */
+export function fitTree(
+  lines: readonly TreeLine[],
+  maxLines: number,
+  palette: Palette,
+  width: number,
+  hint = '',
+): TreeLine[] {
+  if (lines.length <= maxLines) return [...lines];
+  const budget = Math.max(maxLines - 1, 0);
+  const rank = (line: TreeLine): number => {
+    if (line.keep || line.agent === undefined) return -1;
+    const order = agentRank(line.agent, false);
+    // Idle before failed here: a failure is listed in the failures section anyway.
+    return order === 1 ? 2 : order === 2 ? 1 : order;
+  };
+  const kept = new Set<TreeLine>();
+  for (const level of [-1, 0, 1, 2, 3]) {
+    for (const line of lines) {
+      if (kept.size >= budget) break;
+      if (rank(line) === level) kept.add(line);
+    }
+  }
+  const hidden = lines.filter((line) => !kept.has(line));
+  const running = hidden.filter((line) => line.agent?.status === 'running').length;
+  return [
+    ...lines.filter((line) => kept.has(line)),
+    {
+      text: palette.dim(
+        cutToWidth(`… ${hidden.length} more not shown (${running} running)${hint}`, width),
+      ),
+      agent: undefined,
+      keep: true,
+    },
+  ];
+}
