@@ -22,6 +22,8 @@ export const OpenAISpecSchema = z
     timeoutMs: z.number().int().positive().optional(),
     /** Retries the SDK makes on 429, 5xx and connection errors; default 2. */
     maxRetries: z.number().int().nonnegative().optional(),
+    /** `reasoning_effort` for reasoning models (o-series, gpt-5): how much they think before answering. */
+    reasoningEffort: z.enum(['minimal', 'low', 'medium', 'high']).optional(),
   })
   .strict();
 

@@ -41,6 +41,7 @@ import {
   resolveModelSpec,
   type SandboxFlags,
   sandboxPolicyOf,
+  THINKING_FLAG_HELP,
 } from './options.js';
 
 /** Chat grants no write by default: the agent would write straight into the workspace. */
@@ -111,6 +112,7 @@ export function registerChatCommand(program: Command, io: CliIo): void {
     .option('--model <name>', 'model name for the provider')
     .option('--base-url <url>', 'an OpenAI-compatible server (Ollama, vLLM, LM Studio…)')
     .option('--workspace <dir>', 'the folder file tools may read', '.')
+    .option('--thinking [budget]', THINKING_FLAG_HELP)
     .option(
       '--allow <tiers>',
       `permission tiers to grant: read, write, exec, network or all (default ${CHAT_DEFAULT_GRANTS.join(',')})`,

@@ -9,6 +9,7 @@ import { type AnyRole, isRole } from '../../roles/role.js';
 import { parseTiers } from '../../tools/permissions.js';
 import type { ExecLimitsOverride, SandboxPolicy } from '../../tools/sandbox-policy.js';
 import type { PermissionTier } from '../../tools/tool.js';
+import { loadToolModules } from '../../tools/tool-modules.js';
 import { usageError } from '../context.js';
 
 /** The model a provider uses when `--model` is not given. */
@@ -30,6 +31,52 @@ export interface ProviderFlags {
   provider?: string | undefined;
   model?: string | undefined;
   baseUrl?: string | undefined;
+  /** `--thinking [budget]`: true alone, else the budget (anthropic) or effort (openai) as typed. */
+  thinking?: string | true | undefined;
+}
+
+/** Thinking budget of `--thinking` without a value, for Anthropic (tokens). */
+export const DEFAULT_THINKING_BUDGET = 4096;
+const EFFORTS = ['minimal', 'low', 'medium', 'high'] as const;
+
+/** Help of `--thinking [budget]` (run, chat). */
+export const THINKING_FLAG_HELP = `let the model think before it answers: anthropic extended thinking with a token budget (default ${DEFAULT_THINKING_BUDGET}, at least 1024, e.g. 16k; "adaptive" for models that choose), or openai reasoning effort (minimal, low, medium (default), high)`;
+
+// The spec with `--thinking` applied, or a usage error that says what the provider takes.
+function withThinking(spec: ModelSpec, thinking: string | true): ModelSpec {
+  if (spec.provider === 'anthropic') {
+    if (thinking === true) return { ...spec, thinking: { budgetTokens: DEFAULT_THINKING_BUDGET } };
+    if (thinking === 'adaptive') {
+      return { ...spec, thinking: { budgetTokens: DEFAULT_THINKING_BUDGET, adaptive: true } };
+    }
+    let budget: number;
+    try {
+      budget = parseTokenCount(thinking);
+    } catch {
+      throw usageError(
+        `--thinking takes a token budget for anthropic, such as 4096 or 16k (or "adaptive"), got "${thinking}".`,
+      );
+    }
+    if (budget < 1024) {
+      throw usageError(
+        `--thinking ${thinking}: Anthropic's thinking budget is at least 1024 tokens; try --thinking 4k.`,
+      );
+    }
+    return { ...spec, thinking: { budgetTokens: budget } };
+  }
+  if (spec.provider === 'openai') {
+    const effort = thinking === true ? 'medium' : thinking.toLowerCase();
+    const known = EFFORTS.find((name) => name === effort);
+    if (known === undefined) {
+      throw usageError(
+        `--thinking with --provider openai takes a reasoning effort: ${EFFORTS.join(', ')} (a token budget is for anthropic), got "${String(thinking)}".`,
+      );
+    }
+    return { ...spec, reasoningEffort: known };
+  }
+  throw usageError(
+    `--thinking needs a model that thinks: use --provider anthropic or --provider openai (the ${spec.provider} model does not think).`,
+  );
 }
 
 function present(env: NodeJS.ProcessEnv, name: string): boolean {
@@ -90,6 +137,7 @@ export function resolveModelSpec(flags: ProviderFlags, env: NodeJS.ProcessEnv): 
       throw usageError(`Unknown provider "${provider}". Use openai, anthropic or offline.`);
   }
   if (flags.baseUrl !== undefined) checkBaseUrl(flags.baseUrl);
+  if (flags.thinking !== undefined) spec = withThinking(spec, flags.thinking);
   const parsed = ModelSpecSchema.safeParse(spec);
   if (!parsed.success) throw usageError(`Invalid model options: ${z.prettifyError(parsed.error)}`);
   return spec;
@@ -168,6 +216,41 @@ export async function loadRoles(cwd: string, file: string): Promise<AnyRole[]> {
     );
   }
   return [...new Map(roles.map((role) => [role.name, role])).values()];
+}
+
+/** Commander collector for a repeatable option: each use adds one value. */
+export function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
+/**
+ * `--tools <module>` files: each resolved against `cwd`, loaded once here so
+ * a missing or broken module (or one that exports no tool) is a usage error
+ * before the run starts. Returns the absolute paths, which the worker threads
+ * load again, and the tools' names by module.
+ */
+export async function loadToolFlags(
+  cwd: string,
+  files: readonly string[],
+): Promise<{ paths: string[]; names: Map<string, string[]> }> {
+  const paths: string[] = [];
+  const names = new Map<string, string[]>();
+  for (const file of files) {
+    const absolute = resolve(cwd, file);
+    if (!existsSync(absolute)) throw usageError(`--tools ${file}: no such file (${absolute}).`);
+    let tools: Awaited<ReturnType<typeof loadToolModules>>;
+    try {
+      tools = await loadToolModules([absolute]);
+    } catch (error) {
+      throw usageError(`--tools ${file}: ${errorMessage(error)}`);
+    }
+    paths.push(absolute);
+    names.set(
+      file,
+      tools.map((tool) => tool.name),
+    );
+  }
+  return { paths, names };
 }
 
 /** The sandbox flags shared by run and chat. */

@@ -35,7 +35,9 @@ import { createPriceFunction, loadPriceTable } from '../prices.js';
 import { OTEL_FLAG_HELP, startRunObservers } from './observe.js';
 import {
   addSandboxOptions,
+  collect,
   loadRoles,
+  loadToolFlags,
   type ProviderFlags,
   parseAllow,
   parseDuration,
@@ -45,6 +47,7 @@ import {
   resolveModelSpec,
   type SandboxFlags,
   sandboxPolicyOf,
+  THINKING_FLAG_HELP,
 } from './options.js';
 
 /** Everything a job run needs, resolved from flags (run) or fixed (demo). */
@@ -78,6 +81,8 @@ export interface JobSettings {
   otel?: boolean | undefined;
   /** Place sub-agents on NATS worker nodes at this URL (`--nats`) instead of local threads. */
   nats?: string | undefined;
+  /** User tool modules (absolute paths, `--tools`): their tools run on the tool pool, for roles that name them. */
+  toolModules?: readonly string[] | undefined;
   /** Read keys for the interactive live view when stdin is a terminal (default true; `--no-interactive`). */
   interactive?: boolean | undefined;
 }
@@ -101,6 +106,7 @@ interface RunFlags extends ProviderFlags, SandboxFlags {
   otel?: boolean | undefined;
   nats?: string | undefined;
   interactive?: boolean | undefined;
+  tools?: string[] | undefined;
 }
 
 /** Help of `--no-interactive` (run and demo). */
@@ -119,7 +125,13 @@ export function registerRunCommand(program: Command, io: CliIo): void {
     )
     .option('--model <name>', 'model name for the provider')
     .option('--base-url <url>', 'an OpenAI-compatible server (Ollama, vLLM, LM Studio…)')
+    .option('--thinking [budget]', THINKING_FLAG_HELP)
     .option('--roles <file>', 'an ES module exporting custom roles (made with defineRole)')
+    .option(
+      '--tools <module>',
+      'an ES module exporting tools (made with defineTool) for the roles that name them; they run on a tool pool apart from the agents (repeatable)',
+      collect,
+    )
     .option('--threads <n>', 'worker threads (default: cores, at most 4)', parsePositiveInteger)
     .option('--max-steps <n>', "the coordinator's model calls (default 20)", parsePositiveInteger)
     .option('--budget <tokens>', 'token budget for the whole run (e.g. 200k)', parseTokenCount)
@@ -167,13 +179,25 @@ export function registerRunCommand(program: Command, io: CliIo): void {
       );
     }
     if (task !== undefined && task.trim() === '') throw usageError('The task is empty.');
+    const tools = await loadToolFlags(cwd, flags.tools ?? []);
+    const roles = flags.roles === undefined ? [] : await loadRoles(cwd, flags.roles);
+    // A tool no role names is never called: say so before the run, not after.
+    const named = new Set(roles.flatMap((role) => role.tools));
+    for (const [file, names] of tools.names) {
+      const unused = names.filter((name) => !named.has(name));
+      if (unused.length === 0) continue;
+      io.stderr.write(
+        `troupe: --tools ${file}: ${unused.map((name) => `"${name}"`).join(', ')} ${unused.length === 1 ? 'is' : 'are'} named by no role, so no agent can call ${unused.length === 1 ? 'it' : 'them'}; list ${unused.length === 1 ? 'it' : 'them'} in a role's tools (--roles <file>).\n`,
+      );
+    }
     const settings: JobSettings = {
       task,
       spec: resolveModelSpec(flags, io.env),
       workspace: resolveFolder(cwd, flags.workspace, '--workspace'),
       out: resolve(cwd, flags.out),
       grants: flags.allow ?? [...DEFAULT_GRANTS],
-      roles: flags.roles === undefined ? [] : await loadRoles(cwd, flags.roles),
+      roles,
+      toolModules: tools.paths,
       threads: flags.threads,
       maxSteps: flags.maxSteps,
       budgetTokens: flags.budget,
@@ -241,6 +265,9 @@ export function jobRuntimeParts(
     ...(settings.sandbox === undefined ? {} : { sandbox: settings.sandbox }),
     ...(settings.prices === undefined ? {} : { prices: settings.prices }),
     ...(settings.mcp === undefined ? {} : { mcp: settings.mcp }),
+    ...(settings.toolModules === undefined || settings.toolModules.length === 0
+      ? {}
+      : { toolModules: [...settings.toolModules] }),
   };
 }
 

@@ -41,6 +41,8 @@ export interface OpenAIRequestSettings {
    * compatible servers only know `max_tokens`.
    */
   maxTokensField: 'max_completion_tokens' | 'max_tokens';
+  /** `reasoning_effort`, for reasoning models. */
+  reasoningEffort?: 'minimal' | 'low' | 'medium' | 'high' | undefined;
 }
 
 /** Builds the request body: messages paired and repaired, function tools, limits. */
@@ -62,6 +64,7 @@ export function toOpenAIRequest(
   if (prepared.tools.length > 0) body.tools = toOpenAITools(prepared.tools);
   if (settings.temperature !== undefined) body.temperature = settings.temperature;
   if (settings.maxTokens !== undefined) body[settings.maxTokensField] = settings.maxTokens;
+  if (settings.reasoningEffort !== undefined) body.reasoning_effort = settings.reasoningEffort;
   return body;
 }
 

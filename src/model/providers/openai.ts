@@ -117,6 +117,7 @@ export class OpenAIModel implements Model {
       temperature: this.spec.temperature,
       maxTokens: request.maxTokens ?? this.spec.maxTokens,
       maxTokensField: this.#isOpenAIItself() ? 'max_completion_tokens' : 'max_tokens',
+      reasoningEffort: this.spec.reasoningEffort,
     });
     return { sdk, client, body };
   }
