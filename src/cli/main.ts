@@ -2,6 +2,7 @@ import { Command, CommanderError, Help } from 'commander';
 import { createTerminalOutput } from '../render/terminal.js';
 import type { CliIo } from './context.js';
 import { EXIT } from './exit-codes.js';
+import { helpAfter } from './help-text.js';
 import { packageRoot } from './package-root.js';
 
 export type { CliIo } from './context.js';
@@ -102,11 +103,15 @@ export async function createProgram(io: CliIo, argv?: readonly string[]): Promis
         COMMANDS[command.name()]?.term ?? Help.prototype.subcommandTerm.call(undefined, command),
     });
     for (const name of names) program.command(name).description(COMMANDS[name]?.description ?? '');
+    program.addHelpText('after', helpAfter(''));
     return program;
   }
   const load = named === undefined ? names : [named];
   const registers = await Promise.all(load.map((name) => COMMANDS[name]?.load()));
   for (const register of registers) register?.(program, io);
+  // Examples and exit codes under each command's options.
+  for (const command of program.commands) command.addHelpText('after', helpAfter(command.name()));
+  program.addHelpText('after', helpAfter(''));
   return program;
 }
 

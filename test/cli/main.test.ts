@@ -45,7 +45,11 @@ describe('createProgram', () => {
   it('prints the same top-level help without loading any command', async () => {
     const io = fakeIo();
     expect(await runCli(argv('--help'), io)).toBe(0);
-    expect(io.stdout.text).toBe((await createProgram(fakeIo())).helpInformation());
+    const loaded = fakeIo();
+    (await createProgram(loaded)).outputHelp();
+    expect(io.stdout.text).toBe(loaded.stdout.text);
+    expect(io.stdout.text).toContain('Examples:\n  $ troupe demo');
+    expect(io.stdout.text).toContain('130  interrupted');
   });
 
   it('loads only the command argv names, also after help', async () => {

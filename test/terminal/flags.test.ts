@@ -192,4 +192,15 @@ describe.runIf(hasPython())('flags on a terminal (pty)', () => {
     expect(await missing.exited).toBe(2);
     expect(missing.screen.transcript()).toMatch(/--tools nope\.mjs: no such file/);
   }, 120_000);
+
+  it('--help of a command ends with examples, the live view keys and the exit codes', async () => {
+    const session = runInPty(['run', '--help'], { cols: 100, rows: 30, env: ptyEnv() });
+    expect(await session.exited).toBe(0);
+    const help = session.screen.transcript();
+    expect(help).toMatch(/Examples:\n {2}\$ troupe run "Compare/);
+    expect(help).toContain('$ troupe run "…" --provider anthropic --thinking 8k');
+    expect(help).toContain('↑↓ select an agent · Enter its transcript');
+    for (const code of ['0 ', '1 ', '2 ', '3 ', '130 '])
+      expect(help).toMatch(new RegExp(`^ {2}${code}`, 'm'));
+  }, 60_000);
 });
