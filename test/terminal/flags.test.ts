@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -203,4 +203,40 @@ describe.runIf(hasPython())('flags on a terminal (pty)', () => {
     for (const code of ['0 ', '1 ', '2 ', '3 ', '130 '])
       expect(help).toMatch(new RegExp(`^ {2}${code}`, 'm'));
   }, 60_000);
+
+  it('writes runs outside the workspace by default: under $XDG_STATE_HOME/troupe/runs, where runs and trace find them', async () => {
+    const server = await startFanOutServer({
+      tasks: [{ role: 'researcher', task: 'look into topic A' }],
+      answer: 'All done.',
+    });
+    const workspace = mkdtempSync(join(tmpdir(), 'troupe-pty-workspace-'));
+    const state = mkdtempSync(join(tmpdir(), 'troupe-pty-state-'));
+    const env = ptyEnv({ OPENAI_API_KEY: server.apiKey, XDG_STATE_HOME: state });
+    try {
+      const run = runInPty(
+        ['run', 'Look into topic A.', '--provider', 'openai', '--model', 'gpt-test'].concat([
+          '--base-url',
+          server.baseURL,
+          '--threads',
+          '1',
+          '--no-interactive',
+        ]),
+        { cols: 200, rows: 40, env, cwd: workspace },
+      );
+      expect(await run.exited, run.screen.transcript()).toBe(0);
+      // Nothing was written into the workspace (the default --workspace is the current folder).
+      expect(readdirSync(workspace)).toEqual([]);
+      const runs = join(state, 'troupe', 'runs');
+      const [runId] = readdirSync(runs);
+      expect(existsSync(join(runs, runId ?? '', 'trace.jsonl'))).toBe(true);
+      expect(run.screen.transcript()).toContain(
+        `trace    ${join(runs, runId ?? '', 'trace.jsonl')}`,
+      );
+      const list = runInPty(['runs'], { cols: 200, rows: 20, env, cwd: workspace });
+      expect(await list.exited).toBe(0);
+      expect(list.screen.transcript()).toContain(runId);
+    } finally {
+      await server.close();
+    }
+  }, 120_000);
 });

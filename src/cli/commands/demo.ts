@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { OFFLINE_DELAY_ENV } from '../../model/providers/offline.js';
 import { DEFAULT_GRANTS } from '../../tools/permissions.js';
 import { type CliIo, chooseOutputMode, exitWith, usageError } from '../context.js';
+import { defaultOutDir, OUT_FLAG_HELP } from '../default-out.js';
 import { corpusDir } from '../package-root.js';
 import { OTEL_FLAG_HELP } from './observe.js';
 import { parsePositiveInteger } from './options.js';
@@ -33,7 +34,7 @@ export function registerDemoCommand(program: Command, io: CliIo): void {
     .description(
       'research → analysis → report over the bundled example corpus on the offline heuristic model (no key, no network)',
     )
-    .option('--out <dir>', 'where run folders go', 'troupe-runs')
+    .option('--out <dir>', OUT_FLAG_HELP, defaultOutDir(io.env))
     .option('--threads <n>', 'worker threads (default: cores, at most 4)', parsePositiveInteger)
     .option('--json', 'print every event as NDJSON on stdout (progress goes to stderr)')
     .option('--quiet', 'plain lines instead of the live view')

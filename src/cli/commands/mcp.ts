@@ -11,6 +11,7 @@ import type { AnyRole } from '../../roles/role.js';
 import { DEFAULT_GRANTS } from '../../tools/permissions.js';
 import type { PermissionTier } from '../../tools/tool.js';
 import { type CliIo, EXIT, exitWith } from '../context.js';
+import { defaultOutDir, OUT_FLAG_HELP } from '../default-out.js';
 import { JobBoard } from '../mcp-jobs.js';
 import {
   loadRoles,
@@ -61,7 +62,7 @@ export function registerMcpCommand(program: Command, io: CliIo): void {
       `permission tiers to grant: read, write, exec, network or all (default ${DEFAULT_GRANTS.join(',')})`,
       parseAllow,
     )
-    .option('--out <dir>', 'where run folders go', 'troupe-runs')
+    .option('--out <dir>', OUT_FLAG_HELP, defaultOutDir(io.env))
     .option('--mcp <file>', 'MCP servers (mcpServers JSON) for the roles that name them')
     .option(
       '--unsafe-no-sandbox',

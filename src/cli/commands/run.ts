@@ -30,6 +30,7 @@ import {
   type OutputMode,
   usageError,
 } from '../context.js';
+import { defaultOutDir, OUT_FLAG_HELP } from '../default-out.js';
 import { canReadKeys, readLiveKeys } from '../live-keys.js';
 import { createPriceFunction, loadPriceTable } from '../prices.js';
 import { OTEL_FLAG_HELP, startRunObservers } from './observe.js';
@@ -142,7 +143,7 @@ export function registerRunCommand(program: Command, io: CliIo): void {
       `permission tiers to grant: read, write, exec, network or all (default ${DEFAULT_GRANTS.join(',')})`,
       parseAllow,
     )
-    .option('--out <dir>', 'where run folders go', 'troupe-runs')
+    .option('--out <dir>', OUT_FLAG_HELP, defaultOutDir(io.env))
     .option(
       '--prices <file>',
       'a JSON price table, { "<model>": { "inputPerMTok": n, "outputPerMTok": n } } in USD, to show costs',
@@ -414,7 +415,7 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
   }
   if (interrupt.signal.aborted) {
     io.stderr.write(
-      `\nInterrupted: ${describeEnds(ends)}; the trace was flushed to ${show(cwd, tracePath)}.\nResume with: troupe run --resume ${runId}${show(cwd, settings.out) === 'troupe-runs' ? '' : ` --out ${show(cwd, settings.out)}`}\n`,
+      `\nInterrupted: ${describeEnds(ends)}; the trace was flushed to ${show(cwd, tracePath)}.\nResume with: troupe run --resume ${runId}${resolve(settings.out) === defaultOutDir(io.env) ? '' : ` --out ${show(cwd, settings.out)}`}\n`,
     );
     return EXIT.interrupted;
   }

@@ -6,6 +6,7 @@ import { totalTokens } from '../../model/types.js';
 import { formatCost, formatTokens, RunState } from '../../render/run-state.js';
 import { cutToWidth, displayWidth, oneLine, padToWidth } from '../../render/terminal.js';
 import { type CliIo, EXIT, exitWith } from '../context.js';
+import { defaultOutDir, OUT_READ_FLAG_HELP } from '../default-out.js';
 import { createPriceFunction, loadPriceTable } from '../prices.js';
 import { parsePositiveInteger } from './options.js';
 
@@ -42,7 +43,7 @@ export function registerRunsCommand(program: Command, io: CliIo): void {
     .description(
       'list the runs in the output folder, newest first (replay one with troupe trace <id>)',
     )
-    .option('--out <dir>', 'where run folders are', 'troupe-runs')
+    .option('--out <dir>', OUT_READ_FLAG_HELP, defaultOutDir(io.env))
     .option('--limit <n>', 'at most this many runs', parsePositiveInteger, 20)
     .option('--prices <file>', 'a JSON price table, to show what each run cost')
     .option('--json', 'one JSON object per run')

@@ -13,6 +13,7 @@ import {
   exitWith,
   usageError,
 } from '../context.js';
+import { defaultOutDir, OUT_READ_FLAG_HELP } from '../default-out.js';
 import { createPriceFunction, loadPriceTable } from '../prices.js';
 
 /** How often `--follow` checks that the run's writer still lives. */
@@ -98,7 +99,7 @@ export function registerTraceCommand(program: Command, io: CliIo): void {
       'replay a saved trace (a trace.jsonl file, a run folder or a run id) through the same renderers as a run',
     )
     .argument('<file|runId>', 'a trace file, a run folder, a run id under --out, or latest')
-    .option('--out <dir>', 'where run folders are', 'troupe-runs')
+    .option('--out <dir>', OUT_READ_FLAG_HELP, defaultOutDir(io.env))
     .option(
       '--follow',
       'tail a run in progress (from another terminal) until it finishes or Ctrl-C',
