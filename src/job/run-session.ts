@@ -39,7 +39,7 @@ export interface StartRunOptions
   extends Omit<RuntimeOptions, 'runId' | 'bus' | 'outDir' | 'results' | 'journal' | 'transport'> {
   /** The job. Optional when resuming: the task is read from the run's trace. */
   task?: string | undefined;
-  /** The folder that holds run folders (`troupe-runs` in the CLI). */
+  /** The folder that holds run folders (`$XDG_STATE_HOME/troupe/runs` by default in the CLI). */
   out: string;
   /** Resume this run id (its folder under `out` must exist) instead of starting a new run. */
   resume?: string | undefined;
