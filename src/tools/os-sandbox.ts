@@ -92,10 +92,11 @@ export interface SandboxSpec {
   wrapper?: readonly string[];
   /**
    * Report the sandbox's first process on fd 3 and wait for a byte on fd 4
-   * before starting anything in it, so the caller can move it into a pids
-   * cgroup first (see pids-cgroup.ts and runProcess's `cgroup`).
+   * before starting anything in it (its mounts are made by then), so the
+   * caller can move it into a pids cgroup and check its mounts first (see
+   * pids-cgroup.ts, mount-check.ts and runProcess's `gate`).
    */
-  holdForCgroup?: boolean;
+  holdBeforeStart?: boolean;
 }
 
 /** How to install the sandbox, for refusal messages. */
@@ -324,7 +325,7 @@ export function prlimitArgs(limits: ExecLimits): string[] {
  */
 export function bwrapArgs(spec: SandboxSpec): string[] {
   const args = [
-    ...(spec.holdForCgroup === true ? ['--info-fd', '3', '--block-fd', '4'] : []),
+    ...(spec.holdBeforeStart === true ? ['--info-fd', '3', '--block-fd', '4'] : []),
     ...systemMounts(),
     ...['--dev', '/dev', '--proc', '/proc'],
   ];

@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { z } from 'zod';
 import { errorMessage, TroupeError } from '../../errors.js';
+import { requireProtectedMounts } from '../mount-check.js';
 import {
   bwrapArgs,
   DEFAULT_EXEC_LIMITS,
@@ -72,12 +73,14 @@ export interface RunProcessOptions {
   /** Called with the child's pid once it is started (tests use it to check the kill). */
   onSpawn?: (pid: number) => void;
   /**
-   * The cgroup that caps the sandbox's process count. The program must be
-   * bwrap started with `--info-fd 3 --block-fd 4` (`SandboxSpec.holdForCgroup`):
-   * it reports its sandbox's first process on fd 3 and waits on fd 4 until
-   * that process has been moved into the cgroup, so nothing forks outside it.
+   * What must happen before anything runs in the sandbox. The program must
+   * be bwrap started with `--info-fd 3 --block-fd 4`
+   * (`SandboxSpec.holdBeforeStart`): it reports its sandbox's first process
+   * on fd 3 and waits on fd 4 until `gate` has settled: moved into the pids
+   * cgroup, so nothing forks outside it, and its mounts checked. If `gate`
+   * throws or rejects, nothing is started and the result's `refused` says why.
    */
-  cgroup?: ExecCgroup;
+  gate?: (sandboxPid: number) => Promise<void>;
 }
 
 /** How a child process ended. */
@@ -93,6 +96,8 @@ export interface ProcessResult {
   outputCapped: boolean;
   /** Protected entries the sandboxed program created, found and removed after it ended. */
   protectedSweep?: SweepResult | undefined;
+  /** Why the program was not started: the `gate` failed. */
+  refused?: string | undefined;
 }
 
 /**
@@ -109,13 +114,18 @@ export function runProcess(options: RunProcessOptions): Promise<ProcessResult> {
       shell: false,
       detached: true,
       stdio:
-        options.cgroup === undefined
+        options.gate === undefined
           ? ['pipe', 'pipe', 'pipe']
           : ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'],
       windowsHide: true,
     });
     if (child.pid !== undefined) options.onSpawn?.(child.pid);
-    if (options.cgroup !== undefined) releaseIntoCgroup(child, options.cgroup);
+    let refused: string | undefined;
+    if (options.gate !== undefined) {
+      releaseThroughGate(child, options.gate, (reason) => {
+        refused = reason;
+      });
+    }
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
     let bytes = 0;
@@ -148,6 +158,7 @@ export function runProcess(options: RunProcessOptions): Promise<ProcessResult> {
         stderr: decode(stderr),
         timedOut,
         outputCapped,
+        ...(refused === undefined ? {} : { refused }),
       });
     };
     // Stop: kill the whole group, and stop waiting for pipes a stray grandchild may hold.
@@ -209,16 +220,21 @@ export function runProcess(options: RunProcessOptions): Promise<ProcessResult> {
 }
 
 /**
- * Reads bwrap's report (fd 3) of its sandbox's first process, moves that
- * process into `cgroup`, then lets bwrap go on (a byte on fd 4). If bwrap
- * fails before it reports, it exits on its own and its stderr tells why; if
- * the move fails, the program is not started (bwrap is killed with its group).
+ * Reads bwrap's report (fd 3) of its sandbox's first process, passes it
+ * through `gate`, then lets bwrap go on (a byte on fd 4). If bwrap fails
+ * before it reports, it exits on its own and its stderr tells why; if the
+ * gate fails, the program is not started (bwrap is killed with its group)
+ * and `onRefused` gets the reason.
  */
-function releaseIntoCgroup(child: ChildProcess, cgroup: ExecCgroup): void {
+function releaseThroughGate(
+  child: ChildProcess,
+  gate: (sandboxPid: number) => Promise<void>,
+  onRefused: (reason: string) => void,
+): void {
   const info = child.stdio[3] as Readable | null;
-  const gate = child.stdio[4] as Writable | null;
-  if (info === null || gate === null) return;
-  gate.on('error', () => {
+  const go = child.stdio[4] as Writable | null;
+  if (info === null || go === null) return;
+  go.on('error', () => {
     // bwrap died before reading its gate; its exit status tells why.
   });
   let report = '';
@@ -230,19 +246,20 @@ function releaseIntoCgroup(child: ChildProcess, cgroup: ExecCgroup): void {
   info.on('end', () => {
     const sandboxPid = /"child-pid":\s*(\d+)/.exec(report)?.[1];
     if (sandboxPid === undefined) {
-      gate.destroy();
+      go.destroy();
       return;
     }
-    try {
-      cgroup.add(Number(sandboxPid));
-      gate.end('go');
-    } catch {
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        child.kill('SIGKILL');
-      }
-    }
+    gate(Number(sandboxPid)).then(
+      () => go.end('go'),
+      (error: unknown) => {
+        onRefused(errorMessage(error));
+        try {
+          if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+        } catch {
+          child.kill('SIGKILL');
+        }
+      },
+    );
   });
 }
 
@@ -388,7 +405,7 @@ export async function prepareExec(
         );
       }
       const args = bwrapArgs({
-        holdForCgroup: cgroup !== undefined,
+        holdBeforeStart: cgroup !== undefined || guard.paths.length > 0,
         program: file,
         args: request.args,
         workspace: request.workspace,
@@ -421,7 +438,17 @@ export async function prepareExec(
         file: sandbox.bwrapPath,
         args,
         env,
-        ...(cgroup === undefined ? {} : { cgroup }),
+        ...(cgroup === undefined && guard.paths.length === 0
+          ? {}
+          : {
+              gate: async (sandboxPid: number) => {
+                // First into the cgroup (nothing has forked yet), then the mounts, once made.
+                cgroup?.add(sandboxPid);
+                if (guard.paths.length > 0) {
+                  await requireProtectedMounts(sandboxPid, writable, guard.paths);
+                }
+              },
+            }),
       });
       // Everything in the sandbox has ended: what it created below the read-only mounts
       // (a protected entry deeper than the root of a writable folder) is found and removed.
@@ -523,6 +550,9 @@ export function describeProcessResult(
     );
   }
   const body = sections.join('\n\n') || '(no output)';
+  if (result.refused !== undefined) {
+    throw new TroupeError('tool.refused', `${commandLine} was not run: ${result.refused}\n${body}`);
+  }
   const planted = describeSweep(result.protectedSweep);
   if (planted !== undefined) {
     const how = result.timedOut
