@@ -187,6 +187,7 @@ export class Agent {
   #replay: JournalReplay | undefined;
 
   constructor(config: AgentConfig) {
+    checkAgentConfig(config);
     const maxSteps = config.maxSteps ?? DEFAULT_MAX_STEPS;
     if (!Number.isInteger(maxSteps) || maxSteps < 1) {
       throw new TroupeError(
@@ -780,4 +781,40 @@ const BILLED_ERRORS = new Set<string>([
 function settledBy(error: unknown, signal: AbortSignal): 'aborted' | 'failed' {
   if (signal.aborted) return 'aborted';
   return isTroupeError(error) && !BILLED_ERRORS.has(error.code) ? 'failed' : 'aborted';
+}
+
+/**
+ * The mistakes a JavaScript caller (or a cast) can make that TypeScript
+ * would have caught, each as a `usage.invalid_option` saying what to pass:
+ * most of all a model spec where a model is expected.
+ */
+function checkAgentConfig(config: AgentConfig): void {
+  const fail = (message: string): never => {
+    throw new TroupeError('usage.invalid_option', message);
+  };
+  if (typeof config !== 'object' || config === null) {
+    fail('new Agent(config) needs a config object: { name, model, tools?, system? }.');
+  }
+  if (typeof config.name !== 'string' || config.name.trim() === '') {
+    fail(`name must be a non-empty string, got ${JSON.stringify(config.name)}.`);
+  }
+  const model = config.model as Partial<Model> | undefined;
+  if (typeof model?.complete !== 'function' || typeof model.stream !== 'function') {
+    const spec =
+      model !== undefined && typeof (model as { provider?: unknown }).provider === 'string';
+    fail(
+      spec
+        ? 'model must be a Model, got a model spec: pass createModel(spec) instead of the spec.'
+        : 'model must be a Model (from createModel({ provider, model })).',
+    );
+  }
+  if (
+    config.tools !== undefined &&
+    typeof (config.tools as Partial<ToolRegistry> | null)?.call !== 'function'
+  ) {
+    fail('tools must be a ToolRegistry: new ToolRegistry([tool, …]).');
+  }
+  if (config.system !== undefined && typeof config.system !== 'string') {
+    fail('system must be a string (the system prompt).');
+  }
 }

@@ -1,5 +1,6 @@
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { TroupeError } from '../errors.js';
 import { createJsonRedactor } from '../util/redact.js';
 import type { EventBus, Unsubscribe } from './bus.js';
 import { type AgentEvent, AgentEventSchema } from './schema.js';
@@ -28,6 +29,19 @@ export class TraceWriter {
   #pendingFlush: NodeJS.Immediate | undefined;
 
   constructor(path: string, options: TraceWriterOptions = {}) {
+    if (typeof path !== 'string' || path.trim() === '') {
+      throw new TroupeError(
+        'usage.invalid_option',
+        `new TraceWriter(path) needs the trace file's path, got ${JSON.stringify(path)}.`,
+      );
+    }
+    const interval = options.flushIntervalMs;
+    if (interval !== undefined && !(Number.isFinite(interval) && interval > 0)) {
+      throw new TroupeError(
+        'usage.invalid_option',
+        `flushIntervalMs must be a positive number of milliseconds, got ${interval}.`,
+      );
+    }
     this.path = path;
     this.#serialize = createJsonRedactor(options.env);
     mkdirSync(dirname(path), { recursive: true });
