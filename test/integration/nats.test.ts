@@ -40,6 +40,7 @@ afterEach(async () => {
 
 async function natsRuntime(
   options: Partial<RuntimeOptions> & Pick<RuntimeOptions, 'model'>,
+  nats: { reconnectForMs?: number } = {},
 ): Promise<{ runtime: Runtime; events: AgentEvent[] }> {
   const runId = createRunId();
   const full: RuntimeOptions = {
@@ -48,7 +49,11 @@ async function natsRuntime(
     runId,
     ...options,
   };
-  const transport = await createNatsTransport(runId, full, { url: server.url, deadAfterMs: 5000 });
+  const transport = await createNatsTransport(runId, full, {
+    url: server.url,
+    deadAfterMs: 5000,
+    ...nats,
+  });
   const runtime = new Runtime({ ...full, transport });
   runtimes.push(runtime);
   const events: AgentEvent[] = [];
@@ -101,15 +106,19 @@ function completions(mock: MockOpenAIServer): number {
 async function fanOut(
   mock: MockOpenAIServer,
   count: number,
+  nats: { reconnectForMs?: number } = {},
 ): Promise<{
   runtime: Runtime;
   events: AgentEvent[];
   done: Promise<Awaited<ReturnType<Runtime['spawn']>['result']>[]>;
 }> {
-  const { runtime, events } = await natsRuntime({
-    roles: [worker],
-    model: { provider: 'openai', model: 'mock', baseURL: mock.baseURL, apiKeyEnv: KEY_ENV },
-  });
+  const { runtime, events } = await natsRuntime(
+    {
+      roles: [worker],
+      model: { provider: 'openai', model: 'mock', baseURL: mock.baseURL, apiKeyEnv: KEY_ENV },
+    },
+    nats,
+  );
   runtime.registerRoot('coordinator', { model: { provider: 'offline' }, task: 'fan out' });
   const refs = Array.from({ length: count }, (_, index) =>
     runtime.spawn('worker', `task ${index}`, { parent: 'coordinator' }),
@@ -257,6 +266,90 @@ describe.skipIf(natsServerBinary() === undefined)('NATS transport', () => {
     for (const result of failed) expect(result.error?.message).toMatch(/NATS|node/);
     expect(failed.length, nodes.map((node) => node.log.join('\n')).join('\n')).toBeLessThan(actors);
     expectWellFormed(run.events, ['coordinator']);
+  }, 120_000);
+
+  it('fails every unfinished actor with an error naming NATS when the server stays down', async () => {
+    const mock = await stepModel(300);
+    const env = { [KEY_ENV]: mock.apiKey };
+    nodes.push(
+      ...(await Promise.all([
+        startNode(server.url, 'node-a', [], env),
+        startNode(server.url, 'node-b', [], env),
+      ])),
+    );
+    const actors = 6;
+    const run = await fanOut(mock, actors, { reconnectForMs: 3000 });
+    await mock.until(() => completions(mock) >= actors);
+    await server.stop();
+    const results = await run.done;
+
+    // The run never hangs: what could not finish before the server went away fails, saying why.
+    const failed = results.filter((result) => result.status !== 'completed');
+    expect(failed.length).toBeGreaterThan(0);
+    for (const result of failed) {
+      expect(result.error?.message).toMatch(
+        /NATS at nats:\/\/127\.0\.0\.1:\d+ has been unreachable/,
+      );
+      expect(result.error?.message).toContain('troupe run --resume');
+    }
+    expectWellFormed(run.events, ['coordinator']);
+  }, 120_000);
+
+  it('drains a node on SIGTERM: it takes no more work, hands back what is unfinished, exits 0', async () => {
+    // Calls of a second: an actor's four take longer than the node's one-second drain.
+    const mock = await stepModel(1000);
+    const env = { [KEY_ENV]: mock.apiKey };
+    nodes.push(
+      ...(await Promise.all([
+        startNode(server.url, 'node-a', ['--drain', '1'], env),
+        startNode(server.url, 'node-b', [], env),
+      ])),
+    );
+    const [nodeA] = nodes;
+    const first = await fanOut(mock, 8);
+    // SIGTERM once node-a's actors have their first response: three calls to go.
+    await new Promise<void>((resolve) => {
+      const started = (): boolean => {
+        const onA = [...nodeOf(first.events)].filter(([, node]) => node === 'node-a');
+        return (
+          onA.length > 0 &&
+          onA.every(([id]) =>
+            first.events.some((event) => event.agentId === id && event.type === 'model.response'),
+          )
+        );
+      };
+      const off = first.runtime.bus.onAny((event) => {
+        if (event.type !== 'model.response' || !started()) return;
+        off();
+        resolve();
+      });
+    });
+    const onA = [...nodeOf(first.events)].filter(([, node]) => node === 'node-a').map(([id]) => id);
+    nodeA?.child.kill('SIGTERM');
+    // Work queued while node-a drains goes to node-b.
+    const late = Array.from({ length: 4 }, (_, index) =>
+      first.runtime.spawn('worker', `late task ${index}`, { parent: 'coordinator' }),
+    );
+    const results = await Promise.all([first.done, ...late.map((ref) => ref.result)]);
+
+    expect(await nodeA?.exited, nodeA?.log.join('\n')).toBe(0);
+    expect(nodeA?.log.join('\n')).toMatch(/draining \(\d+ actors running\)[\s\S]*stopped/);
+    const all = results.flat();
+    expect(all.filter((result) => result.status !== 'completed')).toEqual([]);
+    const placed = nodeOf(first.events);
+    for (const ref of late) expect(placed.get(ref.id)).toBe('node-b');
+    // node-a's actors were handed back unfinished and continued on node-b from their journals.
+    const notes = ofType(first.events, 'agent.progress');
+    for (const id of onA) {
+      expect(
+        notes.some(
+          (event) =>
+            event.agentId === id && /^continues on node node-b; [1-9]\d* model/.test(event.note),
+        ),
+        id,
+      ).toBe(true);
+    }
+    expectWellFormed(first.events, ['coordinator']);
   }, 120_000);
 
   it('streams typed channel messages from researchers on one node to the analyst on another', async () => {
