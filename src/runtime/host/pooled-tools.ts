@@ -270,6 +270,7 @@ export class PooledTools {
         return;
       }
       case 'ready':
+      case 'idle':
       case 'fatal':
         return;
     }

@@ -329,7 +329,17 @@ export class ToolHost {
     this.#active -= 1;
     const next = this.#waiting.shift();
     if (next !== undefined) this.#start(next);
+    else this.#idleWhenClosed();
     return true;
+  }
+
+  // Kept empty for a suspect, the thread says when it is: the main thread places it at once.
+  #idleWhenClosed(): void {
+    if (
+      Atomics.load(this.#state, TOOL_STATE.closed) !== 0 &&
+      Atomics.load(this.#state, TOOL_STATE.inflight) === 0
+    )
+      this.#main.out.push({ type: 'idle' });
   }
 
   #context(running: Running, signal: AbortSignal): ToolContext {

@@ -413,6 +413,9 @@ export class ToolPool {
             item.callId === undefined ? undefined : { lane: item.lane ?? 0, callId: item.callId },
         };
         return;
+      case 'idle':
+        this.#pump();
+        return;
       case 'moved':
         // Only lanes hear it.
         return;
@@ -421,6 +424,14 @@ export class ToolPool {
 
   // Places waiting calls: a suspect alone on an empty thread, others on the least-loaded thread with room.
   #pump(): void {
+    // No suspect waits any more (ran, or was cancelled): reserved threads open again.
+    if (!this.#queue.some((call) => call.solo)) {
+      for (const thread of this.#threads.values()) {
+        if (!thread.reserved) continue;
+        thread.reserved = false;
+        if (!thread.solo) Atomics.store(thread.state, TOOL_STATE.closed, 0);
+      }
+    }
     for (let index = 0; index < this.#queue.length; ) {
       const call = this.#queue[index] as Call;
       let thread = this.#place(call.solo);
@@ -630,6 +641,8 @@ export class ToolPool {
     thread.calls.delete(call.id);
     if (call.solo) {
       thread.solo = false;
+      // More suspects wait: the thread stays closed for the next, which starts at once.
+      if (this.#queue.some((waiting) => waiting.solo)) thread.reserved = true;
       if (!thread.reserved) Atomics.store(thread.state, TOOL_STATE.closed, 0);
     }
     call.thread = undefined;

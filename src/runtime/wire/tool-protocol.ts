@@ -152,6 +152,8 @@ export const ToolToMainSchema = z.discriminatedUnion('type', [
     lane: z.number().int().optional(),
     what: z.string(),
   }),
+  /** The thread is closed for a suspect and holds no call now: the suspect may start. */
+  z.object({ type: z.literal('idle') }),
   /** (Lanes only) the thread is closed for a suspect: place the call elsewhere. */
   z.object({ type: z.literal('moved'), callId: z.number().int() }),
 ]);
