@@ -69,6 +69,8 @@ export class HostLink {
   /** Acts on one batch from a host, in order. */
   items(hostId: number, items: readonly WorkerWireItem[]): void {
     const { table, lifecycle } = this.#deps;
+    // Tool-call intents of this batch: durable with one write at its end, then answered.
+    const intents: number[] = [];
     for (const item of items) {
       if (isWireEvent(item)) {
         this.#ingest(item);
@@ -130,11 +132,7 @@ export class HostLink {
           break;
         case 'journal.intent':
           this.#deps.journal(item.actorId, item.entry as JournalEntry);
-          this.#deps.flushJournal();
-          this.#deps.scheduler.reply(hostId, {
-            type: 'journal.answered',
-            requestId: item.requestId,
-          });
+          intents.push(item.requestId);
           break;
         case 'host.error':
         case 'host.ready':
@@ -145,6 +143,10 @@ export class HostLink {
     }
     // Before anything of this batch can reach the trace by its timer: what it shows as done is journaled.
     this.#deps.flushJournal();
+    // Only now may the tools whose intents came in this batch run.
+    for (const requestId of intents) {
+      this.#deps.scheduler.reply(hostId, { type: 'journal.answered', requestId });
+    }
   }
 
   /** A host is gone: the pooled tool calls its actors made are given up, and their budget asks. */
