@@ -135,8 +135,15 @@ export async function startRun(options: StartRunOptions): Promise<RunSession> {
   const resumed = options.resume !== undefined;
   mkdirSync(paths.runDir, { recursive: true });
   // Opened first: a journal of another run or task stops here, with the trace untouched.
+  // Redacted like every file troupe writes: a recorded call that held a secret goes live on resume.
   const journal =
-    options.journal === false ? undefined : new FileJournal(paths.journal, { runId, task });
+    options.journal === false
+      ? undefined
+      : new FileJournal(
+          paths.journal,
+          { runId, task },
+          { redact: createRedactor(options.env ?? process.env) },
+        );
   // A resumed run starts a fresh trace.jsonl (seq is gap-free per attempt); earlier attempts stay beside it.
   if (resumed) rotateTrace(paths.trace);
   const bus = options.bus ?? new EventBus();
