@@ -93,6 +93,7 @@ function findParent(): CgroupParent | null {
     return null;
   }
   for (const candidate of candidates(membership, mounts)) {
+    removeOrphans(candidate.folder);
     const folder = path.join(candidate.folder, `troupe-${process.pid}`);
     try {
       mkdirSync(folder, { recursive: true });
@@ -116,6 +117,43 @@ function findParent(): CgroupParent | null {
     }
   }
   return null;
+}
+
+/**
+ * Removes the empty cgroups of troupe processes that are gone: a process
+ * killed by a signal, or whose last exec cgroup emptied after its exit hook
+ * ran, leaves its `troupe-<pid>` folder behind (rmdir fails on any that is
+ * still in use, so this never touches a live one's processes).
+ */
+function removeOrphans(folder: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(folder);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const pid = Number(/^troupe-(\d+)$/.exec(name)?.[1]);
+    if (!Number.isInteger(pid) || pid === process.pid || isAlive(pid)) continue;
+    const orphan = path.join(folder, name);
+    try {
+      for (const child of readdirSync(orphan, { withFileTypes: true })) {
+        if (child.isDirectory()) tryRemove(path.join(orphan, child.name));
+      }
+    } catch {
+      continue;
+    }
+    tryRemove(orphan);
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** Where this process's own pids cgroup sits on a mounted hierarchy: v1 first, then v2. */
