@@ -189,6 +189,10 @@ async function killOnce(
     return false;
   }
   expect(code, label).toBe(null);
+  // In flight at the kill: every request the killed process sent that never got a whole
+  // answer, counted once it is dead (one it wrote just before SIGKILL can reach the
+  // server after the kill callback ran, so counting at that moment missed it).
+  inFlight = server.received - server.finished;
   const killed = server.received;
   // The resume, counted at the server on its own.
   server.reset();
