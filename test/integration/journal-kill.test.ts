@@ -164,10 +164,12 @@ async function killOnce(
   const at = place();
   server.reset();
   let inFlight = -1;
+  let answeredBeforeKill = 0;
   const run = start(runner, server, at, false);
   const kill = (): void => {
     if (inFlight >= 0) return;
     inFlight = server.received - server.finished;
+    answeredBeforeKill = server.finished;
     run.child.kill('SIGKILL');
   };
   let watcher: NodeJS.Timeout | undefined;
@@ -189,10 +191,10 @@ async function killOnce(
     return false;
   }
   expect(code, label).toBe(null);
-  // In flight at the kill: every request the killed process sent that never got a whole
-  // answer, counted once it is dead (one it wrote just before SIGKILL can reach the
-  // server after the kill callback ran, so counting at that moment missed it).
-  inFlight = server.received - server.finished;
+  // In flight at the kill: every request the killed process sent that had no whole answer
+  // when it was killed, counted once it is dead (one it wrote just before SIGKILL can reach
+  // the server after the kill callback ran, so counting at that moment missed it).
+  inFlight = server.received - answeredBeforeKill;
   const killed = server.received;
   // The resume, counted at the server on its own.
   server.reset();
