@@ -129,6 +129,14 @@ const PENDING_REASONS: Record<AgentStopReason, string> = {
   error: 'this tool call was not run: the model call failed.',
 };
 
+// A summary of the middle of the history, with what its call cost when troupe's summarizer made it.
+interface Summary {
+  content: string;
+  usage?: Usage;
+  /** Gives the call's reserved room back to the tree budget. */
+  settle?: () => void;
+}
+
 interface RunState {
   messages: Message[];
   steps: Step[];
@@ -665,13 +673,14 @@ export class Agent {
     if (beforeTokens <= options.maxTokens) return;
     const plan = planCompression(state.messages, options.keepTurns ?? DEFAULT_KEEP_TURNS);
     if (plan === undefined) return;
-    const summary = await (
-      options.summarize ?? ((middle, signal) => this.#summarize(state, middle, signal))
-    )(plan.middle, state.signal);
+    const summarized: Summary =
+      options.summarize === undefined
+        ? await this.#summarize(state, plan.middle, state.signal)
+        : { content: await options.summarize(plan.middle, state.signal) };
     const beforeMessages = state.messages.length;
     state.messages = [
       ...plan.head,
-      { role: 'user', content: `${SUMMARY_PREFIX}\n${summary}` },
+      { role: 'user', content: `${SUMMARY_PREFIX}\n${summarized.content}` },
       ...plan.tail,
     ];
     this.#emit({
@@ -680,11 +689,14 @@ export class Agent {
       afterMessages: state.messages.length,
       beforeTokens,
       afterTokens: estimateTokens(state.messages),
+      ...(summarized.usage === undefined ? {} : { usage: summarized.usage }),
     });
+    // After the event that brings the summary's usage to the run's ledger, as for model.response.
+    summarized.settle?.();
   }
 
   // The default summarizer: one call to the agent's own model, without tools (budgeted like any call).
-  async #summarize(state: RunState, middle: Message[], signal: AbortSignal): Promise<string> {
+  async #summarize(state: RunState, middle: Message[], signal: AbortSignal): Promise<Summary> {
     const messages: Message[] = [
       {
         role: 'system',
@@ -711,8 +723,12 @@ export class Agent {
       throw error;
     }
     this.#recordUsage(state, response.usage);
-    grant?.settle(response.usage);
-    return response.content;
+    const { usage } = response;
+    return {
+      content: response.content,
+      usage,
+      ...(grant === undefined ? {} : { settle: () => grant.settle(usage) }),
+    };
   }
 
   #step(state: RunState, kind: Step['kind'], detail: string): void {

@@ -167,6 +167,8 @@ export const AgentEventSchema = z.discriminatedUnion('type', [
     afterMessages: z.number().int().nonnegative(),
     beforeTokens: z.number().int().nonnegative(),
     afterTokens: z.number().int().nonnegative(),
+    /** The summary call's tokens (the default summarizer; a custom one reports none): the run's ledger counts them. */
+    usage: UsageSchema.optional(),
   }),
   /** A library (an SDK's console.warn) or Node (process.emitWarning) warned during this agent's work. */
   e.extend({

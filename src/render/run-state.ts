@@ -173,6 +173,10 @@ export class RunState {
         break;
       case 'history.compressed':
         agent.progress = `history compressed: ${event.beforeMessages} → ${event.afterMessages} messages`;
+        if (event.usage !== undefined) {
+          agent.usage = addUsage(agent.usage, event.usage);
+          agent.costUsd += this.#price?.(agent.model, event.usage) ?? 0;
+        }
         break;
       case 'journal.diverged':
         this.diverged += 1;

@@ -209,6 +209,12 @@ export class Runtime {
       this.#ledger.record(event.agentId, event.usage);
       this.#guard.spent(event.agentId);
     });
+    // The history summarizer's call is a model call too: its tokens count against the budget.
+    this.bus.on('history.compressed', (event) => {
+      if (event.usage === undefined) return;
+      this.#ledger.record(event.agentId, event.usage);
+      this.#guard.spent(event.agentId);
+    });
     if (this.#guard.reserves) {
       // An agent that finished holds no room (a lost thread's calls never settle).
       this.bus.on('agent.finished', (event) => this.#guard.reservations?.release(event.agentId));
