@@ -4,11 +4,8 @@ import { makeEvent } from '../events/envelope.js';
 import type { EventPayload, RunStatus } from '../events/schema.js';
 import { createModel, describeModel, type Model, type ModelSpec } from '../model/model.js';
 import { addUsage, type Usage } from '../model/types.js';
-import {
-  type Delegator,
-  delegationTools,
-  formatDelegationResults,
-} from '../roles/delegation-tools.js';
+import { formatDelegationResults } from '../roles/delegation-digest.js';
+import { type Delegator, delegationTools } from '../roles/delegation-tools.js';
 import type { RetryPolicy } from '../roles/role.js';
 import type { ActorResult, AgentRef } from '../runtime/actors/actor.js';
 import { sendToChild, waitForChildren } from '../runtime/actors/children.js';
@@ -158,6 +155,8 @@ function buildCoordinator(
     toolContext: {
       workspace: settings.workspace,
       grants: settings.grants,
+      // The coordinator writes nothing itself; delegate keeps its fan-outs' whole results there.
+      ...(settings.outDir === undefined ? {} : { outputDir: settings.outDir }),
       ...(settings.env === undefined ? {} : { env: settings.env }),
       ...(settings.approve === undefined ? {} : { approve: settings.approve }),
     },

@@ -99,7 +99,7 @@ describe('Worker actors that delegate', () => {
     ]);
     expect(outcome('spawn_agent', false)[0]?.error?.message).toContain('Unknown role "poet"');
     expect(toolResults.at(-1)).toMatchObject({ name: 'wait_agents', ok: true });
-    expect(toolResults.at(-1)?.content).toContain('"final": "steered"');
+    expect(toolResults.at(-1)?.content).toContain('[helper-1] steered');
     const spawned = ofType(events, 'agent.spawned').find((event) => event.agentId === 'helper-1');
     expect(spawned).toMatchObject({ parentId: result.agentId, depth: 2 });
     expectWellFormed(events);

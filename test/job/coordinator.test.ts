@@ -56,12 +56,19 @@ async function delegateWith(delegate: Record<string, unknown>) {
   });
   const job = await runJob({ task: 'coordinate', runtime });
   const delegated = ofType(events, 'tool.result').find((event) => event.name === 'delegate');
-  const results = JSON.parse(delegated?.content ?? '[]') as Array<{
-    agentId: string;
-    status: string;
-    error?: string;
-  }>;
-  return { job, events, results };
+  // What the model read; the results themselves, in task order, from the job.
+  const digest = delegated?.content ?? '';
+  const results = [...job.results.values()]
+    .sort((a, b) => a.agentId.localeCompare(b.agentId, 'en', { numeric: true }))
+    .map((result) => ({
+      agentId: result.agentId,
+      status: result.status,
+      error: result.error?.message,
+    }));
+  for (const result of results) {
+    if (result.error !== undefined) expect(digest).toContain(result.error);
+  }
+  return { job, events, results, digest };
 }
 
 describe('runJob', () => {
@@ -214,9 +221,9 @@ describe('coordinator tools', () => {
     const job = await runJob({ task: 'coordinate', runtime });
     expect(job.status).toBe('completed');
     const waited = ofType(events, 'tool.result').find((event) => event.name === 'wait_agents');
-    expect(JSON.parse(waited?.content ?? '[]')).toMatchObject([
-      { agentId: 'worker-1', final: 'wrapped up' },
-    ]);
+    expect(waited?.content).toBe(
+      '1 sub-agent: 1 completed.\n\nAnswers (1):\n[worker-1] wrapped up',
+    );
   });
 
   it('gives the coordinator one last turn without delegation when the tree budget runs out', async () => {

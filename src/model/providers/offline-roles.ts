@@ -109,7 +109,8 @@ function progressReport(calls: readonly CallWithResult[], notice: string): strin
   const stopped = /budget/i.test(notice) ? 'The run stopped at its budget. ' : '';
   const delegations = calls.filter((entry) => entry.call.name === 'delegate');
   if (delegations.length === 0) return `${stopped}No work was delegated before the stop.`;
-  const done = (notice.match(/"status":\s*"completed"/g) ?? []).length;
+  // The digest of the results so far counts them: "5 sub-agents: 3 completed, …".
+  const done = Number(/sub-agents?: (\d+) completed/.exec(notice)?.[1] ?? 0);
   const answered = delegations.filter(
     (entry) => entry.result !== undefined && entry.result.isError !== true,
   );
@@ -129,30 +130,18 @@ function groupDocuments(documents: readonly string[]): string[][] {
   return groups;
 }
 
-/** Finds one role's answer inside a delegate result (JSON when possible, else the whole text). */
+/**
+ * Finds one role's answer inside a delegate result: the digest lists each
+ * answer as `[<role>-<n>] <answer>`, one after the other.
+ */
 function resultOf(content: string, role: string): string | undefined {
-  let data: unknown;
-  try {
-    data = JSON.parse(content);
-  } catch {
-    return undefined;
-  }
-  const entries = Array.isArray(data)
-    ? data
-    : Array.isArray((data as { results?: unknown })?.results)
-      ? (data as { results: unknown[] }).results
-      : [];
-  for (const entry of entries) {
-    if (typeof entry !== 'object' || entry === null) continue;
-    const record = entry as Record<string, unknown>;
-    const id = typeof record['agentId'] === 'string' ? record['agentId'] : '';
-    if (record['role'] !== role && !id.startsWith(`${role}-`)) continue;
-    for (const key of ['final', 'output', 'result', 'answer']) {
-      const value = record[key];
-      if (typeof value === 'string' && value !== '') return value;
-    }
-  }
-  return undefined;
+  const name = role.replace(/[^\w-]/g, '');
+  const start = new RegExp(`^\\[${name}-\\d+\\] `, 'm').exec(content);
+  if (start === null) return undefined;
+  const rest = content.slice(start.index + start[0].length);
+  const end = rest.search(/\n+\[[\w.-]+-\d+\] /);
+  const answer = (end === -1 ? rest : rest.slice(0, end)).trim();
+  return answer === '' ? undefined : answer;
 }
 
 /** The reporter: write report.md from the analysis in its task, then say where it is. */

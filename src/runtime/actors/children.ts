@@ -1,4 +1,5 @@
 import { errorMessage, isTroupeError, TroupeError } from '../../errors.js';
+import { compactIds } from '../../roles/delegation-digest.js';
 import { startedMessage } from '../../roles/delegation-tools.js';
 import type { ChildAnswer, ChildRequest } from '../wire/protocol.js';
 import type { ActorResult, AgentRef } from './actor.js';
@@ -6,22 +7,28 @@ import type { BatchSpawner } from './delegation.js';
 
 /**
  * The results of the sub-agents `ids` among those a parent started (`refs`),
- * in the order asked. An id it did not start throws `tool.invalid_input`
- * naming the ones it did.
+ * in the order asked; no ids means every one, in start order. An id it did
+ * not start throws `tool.invalid_input` naming the ones it did.
  */
 export async function waitForChildren(
   refs: ReadonlyMap<string, AgentRef>,
   ids: readonly string[],
   signal?: AbortSignal,
 ): Promise<ActorResult[]> {
+  if (ids.length === 0 && refs.size === 0) {
+    throw new TroupeError(
+      'tool.invalid_input',
+      'There is nothing to wait for: you have started no sub-agent yet.',
+    );
+  }
   const unknown = ids.filter((id) => !refs.has(id));
   if (unknown.length > 0) {
     throw new TroupeError(
       'tool.invalid_input',
-      `Unknown agent id${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}. Started so far: ${[...refs.keys()].join(', ') || '(none)'}.`,
+      `Unknown agent id${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}. Started so far: ${compactIds([...refs.keys()]) || '(none)'}.`,
     );
   }
-  const waited = ids.map((id) => refs.get(id) as AgentRef);
+  const waited = ids.length === 0 ? [...refs.values()] : ids.map((id) => refs.get(id) as AgentRef);
   // A waiter that is stopped stops what it waits for: the results then come back at once.
   const onAbort = (): void => {
     for (const ref of waited) ref.cancel('the waiting agent was stopped');

@@ -74,7 +74,8 @@ export const ActorResultDataSchema = ActorResultSchema;
  */
 export const ChildRequestSchema = z.discriminatedUnion('op', [
   z.object({ op: z.literal('spawn'), role: z.string(), task: z.string() }),
-  z.object({ op: z.literal('wait'), ids: z.array(z.string()).min(1) }),
+  // No ids: every sub-agent the actor started.
+  z.object({ op: z.literal('wait'), ids: z.array(z.string()) }),
   z.object({ op: z.literal('send'), agentId: z.string(), message: z.string() }),
 ]);
 export type ChildRequest = z.infer<typeof ChildRequestSchema>;

@@ -13,10 +13,24 @@ import {
 } from '../../../src/model/providers/offline-aggregate.js';
 import { extractFindings } from '../../../src/model/providers/offline-extract.js';
 import type { Message, ModelRequest, ModelResponse, ToolSchema } from '../../../src/model/types.js';
+import { formatDelegationResults } from '../../../src/roles/delegation-digest.js';
+import type { ActorResult } from '../../../src/roles/result.js';
 
 const corpus = new URL('../../../examples/corpus/', import.meta.url);
 const market = readFileSync(new URL('battery-storage-market.md', corpus), 'utf8');
 const grid = readFileSync(new URL('grid-reliability-report.md', corpus), 'utf8');
+
+function done(agentId: string, final: string): ActorResult {
+  const role = agentId.replace(/-\d+$/, '');
+  return {
+    agentId,
+    role,
+    status: 'completed',
+    final,
+    usage: { inputTokens: 0, outputTokens: 0 },
+    steps: 1,
+  };
+}
 
 function tool(name: string, properties: Record<string, unknown> = {}): ToolSchema {
   return { name, description: name, parameters: { type: 'object', properties } };
@@ -74,20 +88,23 @@ describe('OfflineModel', () => {
     expect(tasks[0]?.task).toContain('"a.md"');
     expect(tasks[1]?.task).toContain('"notes/b.txt"');
     answer(messages, second, () => ({
-      content: JSON.stringify([
-        { agentId: 'researcher-1', role: 'researcher', status: 'completed', final: 'ok' },
-        { agentId: 'analyst-1', role: 'analyst', status: 'completed', final: '## Analysis X' },
+      // The digest delegate returns, as the coordinator reads it.
+      content: formatDelegationResults([
+        done('researcher-1', 'ok'),
+        done('analyst-1', '## Analysis X\n\n- [a.md] says so.\n\n[b] too.'),
       ]),
     }));
 
     const third = await model.complete(request());
     const reporterTask = (third.toolCalls[0]!.arguments as any).tasks[0];
     expect(reporterTask.role).toBe('reporter');
-    expect(reporterTask.task).toContain('Analysis:\n## Analysis X');
+    expect(reporterTask.task).toMatch(
+      /Analysis:\n## Analysis X\n\n- \[a\.md\] says so\.\n\n\[b\] too\.$/,
+    );
     answer(messages, third, () => ({
-      content: JSON.stringify([
-        { agentId: 'reporter-1', role: 'reporter', final: 'Wrote runs/r1/report.md (2 kB)' },
-      ]),
+      content: formatDelegationResults([done('reporter-1', 'Wrote runs/r1/report.md (2 kB)')], {
+        saved: { path: 'runs/r1/delegations/coordinator-2.jsonl' },
+      }),
     }));
 
     const last = await model.complete(request());
@@ -115,8 +132,7 @@ describe('OfflineModel', () => {
       },
       {
         role: 'user',
-        content:
-          'The run\'s tokens budget is used up. Results so far:\n[{"agentId":"researcher-1","status": "completed"}]',
+        content: `The run's tokens budget is used up. Results so far:\n${formatDelegationResults([done('researcher-1', 'ok')])}`,
       },
     ];
     const last = await model.complete({

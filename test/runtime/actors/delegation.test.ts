@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { formatDelegationResults } from '../../../src/roles/delegation-tools.js';
 import type { ActorResult, AgentRef } from '../../../src/runtime/actors/actor.js';
 import { runDelegation } from '../../../src/runtime/actors/delegation.js';
 
@@ -84,22 +83,5 @@ describe('runDelegation', () => {
     const results = await pending;
     expect(results.map((result) => result.status)).toEqual(['cancelled', 'failed', 'cancelled']);
     expect(world.cancelled.join()).toContain('worker-2 failed');
-  });
-
-  it('formats results as JSON the model reads, errors beside results', () => {
-    const text = formatDelegationResults([
-      {
-        agentId: 'a-1',
-        role: 'a',
-        status: 'failed',
-        final: '',
-        error: { name: 'TroupeError', code: 'timeout', message: 'a-1 timed out' },
-        usage: { inputTokens: 0, outputTokens: 0 },
-        steps: 0,
-      },
-    ]);
-    expect(JSON.parse(text)).toEqual([
-      { agentId: 'a-1', role: 'a', status: 'failed', error: 'a-1 timed out', final: '' },
-    ]);
   });
 });
