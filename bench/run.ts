@@ -19,13 +19,16 @@ import { ToolRegistry } from '../src/tools/registry.js';
 import { type ColdStartResult, measureColdStart } from './cold-start.js';
 import { FAULT_KINDS, faultMixPlan, faultMixRoles, faultMixScript } from './fault-mix.js';
 import { natsServerPath, startNatsCluster } from './nats.js';
+import { peersSection } from './peers.js';
 import { type ScaleMeasurement, scaleFanout } from './scale.js';
 import { burnTool, noopTool } from './tools.js';
 
 /**
  * `npm run bench` (add `-- --full` for N = 10,000; `-- --isolation` for only
  * the isolation figures of issue 11, `-- --journal` for only the run
- * journal's cost at N = 1,000, each merged into latest.json): a fan-out of N
+ * journal's cost at N = 1,000, `-- --peers` for only the side-by-side table
+ * with the peer frameworks (bench/peers.ts; with `--full`, added to the
+ * whole run), each merged into latest.json): a fan-out of N
  * sub-agents, each three model turns on a scripted model that waits 200 ms
  * per call (two tool calls, then an answer), on troupe's worker pool and on
  * the in-process baseline (the same Agent with Promise.all), side by side in
@@ -584,6 +587,9 @@ async function orchestrate(full: boolean): Promise<void> {
 
   const nats = natsSection(fanout);
   const isolation = isolationSection();
+  const peers = process.argv.includes('--peers')
+    ? peersSection(full, { latencyMs: LATENCY_MS, turns: TURNS, repeats: REPEATS })
+    : undefined;
   const [coldStart] = await measureColdStart([root], COLD_STARTS);
   if (coldStart !== undefined) printColdStart([coldStart]);
 
@@ -595,6 +601,7 @@ async function orchestrate(full: boolean): Promise<void> {
     eventsPerSecond,
     isolation,
     ...(nats === undefined ? {} : { nats }),
+    ...(peers === undefined ? {} : { peers }),
     ...(coldStart === undefined
       ? {}
       : {
@@ -611,7 +618,7 @@ async function orchestrate(full: boolean): Promise<void> {
       cpu: cpus()[0]?.model ?? 'unknown',
       cores: availableParallelism(),
       threads,
-      command: full ? 'npm run bench -- --full' : 'npm run bench',
+      command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
       repeats: REPEATS,
       idealMs: IDEAL_MS,
       cpuIdealSpeedup: threads,
@@ -694,5 +701,11 @@ if (caseIndex !== -1) {
     // Only the NATS fan-out against the local pool at N=1,000.
     const local = measure({ kind: 'fanout', impl: 'troupe', n: 1000 });
     natsSection([{ impl: 'troupe', n: 1000, wallOverIdeal: round(local.wallMs / IDEAL_MS, 3) }]);
+  } else if (process.argv.includes('--peers') && !process.argv.includes('--full')) {
+    // Only the side-by-side table of troupe, the floor and the peers (issue 18), merged.
+    const file = join(root, 'bench', 'results', 'latest.json');
+    const peers = peersSection(false, { latencyMs: LATENCY_MS, turns: TURNS, repeats: REPEATS });
+    const latest = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+    writeFileSync(file, `${JSON.stringify({ ...latest, peers }, null, 2)}\n`);
   } else await orchestrate(process.argv.includes('--full'));
 }
