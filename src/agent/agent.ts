@@ -24,17 +24,19 @@ import {
 import { ToolRegistry, type ToolResult } from '../tools/registry.js';
 import type { ToolContext } from '../tools/tool.js';
 import { createRunId } from '../util/ids.js';
-import { truncateEnd } from '../util/truncate.js';
+import { truncateEnd, truncateMiddle } from '../util/truncate.js';
 import { type LibraryWarning, withWarningSink } from '../util/warnings.js';
 import { type CallAllowance, type CallGrant, estimatePromptTokens } from './allowance.js';
 import { TokenBudget, type TokenBudgetLimits } from './budget.js';
 import {
   type CompressionOptions,
+  type CompressionPlan,
   closePendingToolCalls,
-  estimateTokens,
   lastAssistantText,
   planCompression,
   SUMMARY_PREFIX,
+  summaryInputChars,
+  summaryTokensOf,
   transcript,
 } from './history.js';
 import {
@@ -135,6 +137,8 @@ interface Summary {
   usage?: Usage;
   /** Gives the call's reserved room back to the tree budget. */
   settle?: () => void;
+  /** Answered from the run's journal: no call was made. */
+  replayed?: boolean;
 }
 
 interface RunState {
@@ -666,17 +670,34 @@ export class Agent {
     return tool === undefined || tool.idempotent === true ? undefined : 'interrupted';
   }
 
+  // Folds the middle of the history into a summary when the prompt passes the
+  // compression limit: the system prompt and the task stay verbatim, the tail
+  // keeps the last turns (fewer when they alone would not fit), and tool calls
+  // are never parted from their results (planCompression cuts only before a
+  // user or assistant message).
   async #maybeCompress(state: RunState): Promise<void> {
     const options = this.#config.compression;
     if (options === undefined) return;
-    const beforeTokens = estimateTokens(state.messages);
+    const tools = this.#tools.schemas();
+    const beforeTokens = estimatePromptTokens(state.messages, tools);
     if (beforeTokens <= options.maxTokens) return;
-    const plan = planCompression(state.messages, options.keepTurns ?? DEFAULT_KEEP_TURNS);
+    const summaryTokens = summaryTokensOf(options);
+    // Aim at half the limit, so the next turns do not compress again at once.
+    const target = Math.floor(options.maxTokens / 2);
+    let plan: CompressionPlan | undefined;
+    for (let keep = options.keepTurns ?? DEFAULT_KEEP_TURNS; keep >= 0; keep -= 1) {
+      const candidate = planCompression(state.messages, keep);
+      if (candidate === undefined) continue;
+      plan = candidate;
+      const kept = estimatePromptTokens([...candidate.head, ...candidate.tail], tools);
+      if (kept + summaryTokens <= target) break;
+    }
     if (plan === undefined) return;
+    const middle = plan.middle;
     const summarized: Summary =
       options.summarize === undefined
-        ? await this.#summarize(state, plan.middle, state.signal)
-        : { content: await options.summarize(plan.middle, state.signal) };
+        ? await this.#summarize(state, middle, summaryTokens, state.signal)
+        : { content: await options.summarize(middle, state.signal) };
     const beforeMessages = state.messages.length;
     state.messages = [
       ...plan.head,
@@ -688,40 +709,68 @@ export class Agent {
       beforeMessages,
       afterMessages: state.messages.length,
       beforeTokens,
-      afterTokens: estimateTokens(state.messages),
+      afterTokens: estimatePromptTokens(state.messages, tools),
+      foldedMessages: middle.length,
+      limitTokens: options.maxTokens,
+      summary: summarized.content,
       ...(summarized.usage === undefined ? {} : { usage: summarized.usage }),
+      ...(summarized.replayed === true ? { replayed: true } : {}),
     });
     // After the event that brings the summary's usage to the run's ledger, as for model.response.
     summarized.settle?.();
   }
 
-  // The default summarizer: one call to the agent's own model, without tools (budgeted like any call).
-  async #summarize(state: RunState, middle: Message[], signal: AbortSignal): Promise<Summary> {
+  /**
+   * The default summarizer: one call to the agent's own model, without
+   * tools, budgeted like any call. Its usage goes out on history.compressed
+   * (the run's ledger counts it there). It is recorded in the journal under
+   * the agent's next call index and replayed from it on resume, so a resumed
+   * run neither pays for it again nor diverges on a new summary.
+   */
+  async #summarize(
+    state: RunState,
+    middle: readonly Message[],
+    summaryTokens: number,
+    signal: AbortSignal,
+  ): Promise<Summary> {
+    const words = Math.max(50, Math.floor(summaryTokens * 0.6));
     const messages: Message[] = [
       {
         role: 'system',
-        content:
-          'Summarize this part of an agent conversation for the agent itself: keep facts found, decisions, file names, numbers and open questions. Be concise.',
+        content: `Summarize this part of an agent conversation for the agent itself: keep facts found, decisions, file names, numbers and open questions. Be concise: at most ${words} words.`,
       },
-      { role: 'user', content: transcript(middle) },
+      // The summarizer's prompt must fit the window too: the transcript is cut in its middle.
+      {
+        role: 'user',
+        content: truncateMiddle(
+          transcript(middle),
+          summaryInputChars(summaryTokens, this.#config.compression),
+        ),
+      },
     ];
+    const call = this.#calls;
+    this.#calls += 1;
+    const journal = this.#config.journal;
+    const hash = journal === undefined ? undefined : requestHash(messages, []);
+    const recorded = hash === undefined ? undefined : this.#recorded(call, hash);
+    if (recorded !== undefined) return { content: recorded.content, replayed: true };
     const allowance = this.#config.allowance;
     const grant =
       allowance === undefined ? undefined : await this.#reserve(allowance, messages, [], signal);
+    const maxTokens = Math.min(summaryTokens, grant?.maxTokens ?? summaryTokens);
     let response: ModelResponse;
     try {
       response = await this.#config.model.complete(
-        {
-          messages,
-          caller: { name: this.name, role: this.#config.role },
-          ...(grant === undefined ? {} : { maxTokens: grant.maxTokens }),
-        },
+        { messages, caller: { name: this.name, role: this.#config.role }, maxTokens },
         { signal },
       );
     } catch (error) {
       grant?.settle(settledBy(error, signal));
       throw error;
     }
+    // Journaled before the event that announces it (history.compressed).
+    if (journal !== undefined && hash !== undefined)
+      journal.record({ kind: 'model', step: call, hash, response });
     this.#recordUsage(state, response.usage);
     const { usage } = response;
     return {

@@ -162,13 +162,28 @@ export const AgentEventSchema = z.discriminatedUnion('type', [
   e.extend({ type: z.literal('budget.warning'), ...BudgetPayload }),
   e.extend({ type: z.literal('budget.exceeded'), ...BudgetPayload }),
   e.extend({
+    /**
+     * The middle of the agent's history was folded into one summary message
+     * (the system prompt and the task stay verbatim). Tokens are estimated
+     * (three characters a token, tool schemas included). The summary's own
+     * model call has no model.request / model.response: this event carries
+     * its usage, and the journal records it like any model response.
+     */
     type: z.literal('history.compressed'),
     beforeMessages: z.number().int().nonnegative(),
     afterMessages: z.number().int().nonnegative(),
     beforeTokens: z.number().int().nonnegative(),
     afterTokens: z.number().int().nonnegative(),
+    /** Messages folded into the summary (an earlier summary among them counts as one). */
+    foldedMessages: z.number().int().nonnegative().optional(),
+    /** The limit the history passed: the share of the model's context window, in tokens. */
+    limitTokens: z.number().int().nonnegative().optional(),
+    /** The summary that replaced them (after the summary marker). */
+    summary: z.string().optional(),
     /** The summary call's tokens (the default summarizer; a custom one reports none): the run's ledger counts them. */
     usage: UsageSchema.optional(),
+    /** The summary came from the run's journal (resume): no model call, no new tokens. */
+    replayed: z.boolean().optional(),
   }),
   /** A library (an SDK's console.warn) or Node (process.emitWarning) warned during this agent's work. */
   e.extend({

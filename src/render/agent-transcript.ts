@@ -155,6 +155,14 @@ function describe(event: AgentEvent): Array<{ icon: string; text: string; tone?:
     case 'budget.warning':
     case 'budget.exceeded':
       return [{ icon: '⚠', text: `${event.type.replace('.', ' ')}: ${event.metric}` }];
+    case 'history.compressed':
+      return [
+        {
+          icon: '🗜',
+          text: `history compressed${event.replayed === true ? ' (summary replayed from the journal)' : ''}: ${event.foldedMessages ?? event.beforeMessages - event.afterMessages + 1} messages folded into a summary; ${event.beforeMessages} → ${event.afterMessages} messages, ~${event.beforeTokens} → ~${event.afterTokens} tokens (system prompt and task kept verbatim)${event.summary === undefined || event.summary.trim() === '' ? '' : `\nsummary: ${event.summary.trim()}`}`,
+          tone: 'dim',
+        },
+      ];
     case 'agent.finished':
       return event.status === 'completed'
         ? [

@@ -82,7 +82,7 @@ export function describeEvent(event: AgentEvent): string | undefined {
     case 'budget.exceeded':
       return `${event.type === 'budget.warning' ? 'budget warning' : 'budget exceeded'}: ${event.scope} ${describeBudget(event.metric, event.used, event.limit)}`;
     case 'history.compressed':
-      return `history compressed: ${event.beforeMessages} → ${event.afterMessages} messages, ${event.beforeTokens} → ${event.afterTokens} tokens`;
+      return `history compressed: ${event.foldedMessages === undefined ? '' : `${event.foldedMessages} messages folded into a summary, `}${event.beforeMessages} → ${event.afterMessages} messages, ~${event.beforeTokens} → ~${event.afterTokens} tokens${event.limitTokens === undefined ? '' : ` (limit ${event.limitTokens})`}`;
     case 'warning.raised':
       return `warning: ${oneLine(event.message)}`;
     case 'journal.diverged':

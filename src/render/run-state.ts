@@ -172,7 +172,7 @@ export class RunState {
           this.budgetStop ??= { metric: event.metric, limit: event.limit };
         break;
       case 'history.compressed':
-        agent.progress = `history compressed: ${event.beforeMessages} → ${event.afterMessages} messages`;
+        agent.progress = `history compressed: ${event.beforeMessages} → ${event.afterMessages} messages, ~${event.afterTokens} tokens`;
         if (event.usage !== undefined) {
           agent.usage = addUsage(agent.usage, event.usage);
           agent.costUsd += this.#price?.(agent.model, event.usage) ?? 0;

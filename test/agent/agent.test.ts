@@ -266,7 +266,8 @@ describe('Agent', () => {
       assertToolPairsIntact(request);
     }
     for (const middle of summarized) assertToolPairsIntact(middle);
-    expect(model.calls.at(-1)?.request.messages[1]?.content).toContain('earlier: echoed x');
+    expect(model.calls.at(-1)?.request.messages[1]).toEqual({ role: 'user', content: 'go' });
+    expect(model.calls.at(-1)?.request.messages[2]?.content).toContain('earlier: echoed x');
   });
 
   it('ends with stopReason cancelled and a valid history when the signal aborts during a tool', async () => {

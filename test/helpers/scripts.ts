@@ -29,3 +29,14 @@ export const failingReadTool = defineTool({
     throw new Error(`File not found: ${path}. Use list_dir to see what exists.`);
   },
 });
+
+/** The summarizer's instruction, as the agent's default summarizer sends it (its system prompt). */
+export const SUMMARY_REQUEST = 'Summarize this part of an agent conversation';
+
+/**
+ * A step that answers every summary request of history compression (and
+ * nothing else): put it first in a script, so it wins over unmatched steps.
+ */
+export function summaryStep(content: string): ScriptStep {
+  return { match: { conversationContains: SUMMARY_REQUEST }, content, repeat: true };
+}
