@@ -12,6 +12,12 @@ export interface PeerWorkload {
   latencyMs: number;
   /** Model turns per agent: a tool call on each but the last, which answers. */
   turns: number;
+  /**
+   * The real SDK path: the agents call this OpenAI-compatible server
+   * (bench/openai-server.ts, streaming) through the `openai` SDK instead of
+   * a fake model; the server waits `latencyMs` per call.
+   */
+  baseURL?: string;
 }
 
 /** What one process reports for one implementation and one N. */

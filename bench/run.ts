@@ -21,6 +21,7 @@ import { FAULT_KINDS, faultMixPlan, faultMixRoles, faultMixScript } from './faul
 import { natsServerPath, startNatsCluster } from './nats.js';
 import { peersSection } from './peers.js';
 import { type ScaleMeasurement, scaleFanout } from './scale.js';
+import { sdkPathSection } from './sdk-path.js';
 import { burnTool, noopTool } from './tools.js';
 
 /**
@@ -79,6 +80,8 @@ const JOURNAL_REPEATS = 3;
 // The package root of this build (dist/bench/run.js → .).
 const root = join(here, '..', '..', '..');
 const COLD_STARTS = 10;
+// Issue 18: agents of the real SDK path (streamed HTTP to a local server, per client process).
+const SDK_PATH_N = 200;
 
 function fanoutScript(
   latencyMs: number,
@@ -590,6 +593,9 @@ async function orchestrate(full: boolean): Promise<void> {
   const peers = process.argv.includes('--peers')
     ? peersSection(full, { latencyMs: LATENCY_MS, turns: TURNS, repeats: REPEATS })
     : undefined;
+  const sdkPath = process.argv.includes('--peers')
+    ? await sdkPathSection({ n: SDK_PATH_N, latencyMs: LATENCY_MS, turns: TURNS, repeats: REPEATS })
+    : undefined;
   const [coldStart] = await measureColdStart([root], COLD_STARTS);
   if (coldStart !== undefined) printColdStart([coldStart]);
 
@@ -602,6 +608,7 @@ async function orchestrate(full: boolean): Promise<void> {
     isolation,
     ...(nats === undefined ? {} : { nats }),
     ...(peers === undefined ? {} : { peers }),
+    ...(sdkPath === undefined ? {} : { sdkPath }),
     ...(coldStart === undefined
       ? {}
       : {
@@ -705,7 +712,13 @@ if (caseIndex !== -1) {
     // Only the side-by-side table of troupe, the floor and the peers (issue 18), merged.
     const file = join(root, 'bench', 'results', 'latest.json');
     const peers = peersSection(false, { latencyMs: LATENCY_MS, turns: TURNS, repeats: REPEATS });
+    const sdkPath = await sdkPathSection({
+      n: SDK_PATH_N,
+      latencyMs: LATENCY_MS,
+      turns: TURNS,
+      repeats: REPEATS,
+    });
     const latest = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
-    writeFileSync(file, `${JSON.stringify({ ...latest, peers }, null, 2)}\n`);
+    writeFileSync(file, `${JSON.stringify({ ...latest, peers, sdkPath }, null, 2)}\n`);
   } else await orchestrate(process.argv.includes('--full'));
 }

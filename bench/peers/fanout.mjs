@@ -6,8 +6,9 @@
 //   node --expose-gc bench/peers/fanout.mjs --case '{"impl":"ai","n":1000,"latencyMs":200,"turns":3}'
 //
 // impl: `ai` (Vercel AI SDK 6, ToolLoopAgent), `openai-agents` (@openai/agents,
-// run()), `langgraph` (@langchain/langgraph, createReactAgent). Prints one
-// JSON line. Needs `npm ci --prefix bench/peers` and a built troupe (npm run build).
+// run()), `langgraph` (@langchain/langgraph, createReactAgent). With a
+// `baseURL` (openai-agents only), the real SDK path: the `openai` SDK against
+// that OpenAI-compatible server, streamed. Prints one JSON line. Needs `npm ci --prefix bench/peers` and a built troupe (npm run build).
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
@@ -129,7 +130,7 @@ async function openaiAgents(workload) {
   const agent = new Agent({
     name: 'worker',
     instructions: 'You run the benchmark.',
-    model,
+    model: workload.baseURL === undefined ? model : await httpModel(workload.baseURL),
     tools: [
       tool({
         name: 'noop',
@@ -140,13 +141,32 @@ async function openaiAgents(workload) {
     ],
   });
   const runner = new Runner({ tracingDisabled: true });
+  // On the real SDK path the run streams, as troupe's agents do; the stream is read to its end.
+  const runStreamed = async (task) => {
+    if (workload.baseURL === undefined)
+      return runner.run(agent, task, { maxTurns: workload.turns + 1 });
+    const result = await runner.run(agent, task, { maxTurns: workload.turns + 1, stream: true });
+    for await (const _event of result) {
+      // Every event is taken, as a caller showing progress would.
+    }
+    await result.completed;
+    return result;
+  };
   return (n) =>
     checked(
       n,
       workload.turns,
-      (task) => runner.run(agent, task, { maxTurns: workload.turns + 1 }),
+      (task) => runStreamed(task),
       (result) => result.finalOutput,
     );
+}
+
+// The real SDK path: Chat Completions through the `openai` SDK (the version troupe uses)
+// against the bench's local server, one client for every agent.
+async function httpModel(baseURL) {
+  const { OpenAI } = await import('openai');
+  const { OpenAIChatCompletionsModel } = await import('@openai/agents');
+  return new OpenAIChatCompletionsModel(new OpenAI({ apiKey: 'no-key', baseURL }), 'bench');
 }
 
 async function langGraph(workload) {
