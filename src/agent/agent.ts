@@ -85,8 +85,13 @@ export interface AgentConfig {
   nudge?: string | false | undefined;
   /** Stream replies and emit `model.delta` events (default true). */
   stream?: boolean | undefined;
-  /** Drained before every model call: steering and channel messages arrive here. */
-  inbox?: (() => readonly Message[]) | undefined;
+  /**
+   * Drained before every model call (`step` is that call's index over the
+   * agent's life): steering and channel messages arrive here. A promise
+   * holds the call until it settles (a resumed subscriber waits for the
+   * messages its journal says came before this call).
+   */
+  inbox?: ((step: number) => readonly Message[] | Promise<readonly Message[]>) | undefined;
   /**
    * Asked before a final answer is accepted: a message sends the model back
    * to work (as a user message, with an `agent.nudged` event); undefined accepts it.
@@ -317,8 +322,10 @@ export class Agent {
         this.#step(state, 'error', `Reached the step limit of ${this.#maxSteps} model calls.`);
         return this.#stop(state, 'max_steps');
       }
-      const inbox = this.#config.inbox?.();
+      let inbox = this.#config.inbox?.(this.#calls);
+      if (inbox instanceof Promise) inbox = await inbox;
       if (inbox !== undefined && inbox.length > 0) state.messages.push(...inbox);
+      if (signal.aborted) return this.#stop(state, 'cancelled');
 
       let response: ModelResponse;
       try {

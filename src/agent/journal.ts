@@ -23,7 +23,14 @@ export const ToolResultSchema = z.union([
  *   included), with a hash of the request that produced it;
  * - `tool.started`: a tool call is about to run (written, and flushed,
  *   before a tool that is not idempotent runs);
- * - `tool`: the tool call's result.
+ * - `tool`: the tool call's result;
+ * - `inbox`: messages (channel messages, a parent's steering, close
+ *   notices) the agent took into its history before model call `step`, by
+ *   a hash of their text, in the order taken. A resumed subscriber is given
+ *   its messages in this order, so its replayed requests match the record
+ *   however its publishers' replays interleave. `reset` marks the first
+ *   record of an attempt that went live: the earlier attempt's records
+ *   from `step` on are stale.
  */
 export const JournalEntrySchema = z.discriminatedUnion('kind', [
   z.object({
@@ -44,6 +51,12 @@ export const JournalEntrySchema = z.discriminatedUnion('kind', [
     callId: z.string(),
     name: z.string(),
     result: ToolResultSchema,
+  }),
+  z.object({
+    kind: z.literal('inbox'),
+    step: z.number().int().nonnegative(),
+    hashes: z.array(z.string()).min(1),
+    reset: z.literal(true).optional(),
   }),
 ]);
 export type JournalEntry = z.infer<typeof JournalEntrySchema>;
@@ -85,6 +98,30 @@ export function requestHash(messages: readonly Message[], tools: readonly ToolSc
   return hash.digest('hex').slice(0, 24);
 }
 
+/** The hash an `inbox` record keeps of one message's text. */
+export function messageHash(content: string): string {
+  return createHash('sha256').update(content).digest('hex').slice(0, 16);
+}
+
+/**
+ * The order a resumed agent takes its messages in: for each model call,
+ * the hashes of the messages it took before it, from the `inbox` records
+ * (a `reset` record drops what an earlier attempt recorded from its step on).
+ */
+export function inboxPlan(entries: readonly JournalEntry[]): Map<number, string[]> {
+  const plan = new Map<number, string[]>();
+  for (const entry of entries) {
+    if (entry.kind !== 'inbox') continue;
+    if (entry.reset === true) {
+      for (const step of [...plan.keys()]) if (step >= entry.step) plan.delete(step);
+    }
+    const list = plan.get(entry.step) ?? [];
+    list.push(...entry.hashes);
+    plan.set(entry.step, list);
+  }
+  return plan;
+}
+
 /**
  * What an agent replays: the latest record of each step. A model record for
  * step s makes every earlier record at step s or later stale (it was written
@@ -102,7 +139,7 @@ export class JournalReplay {
         this.#models.set(entry.step, entry);
       } else if (entry.kind === 'tool') {
         this.#tools.set(`${entry.step}\u0000${entry.callId}`, entry);
-      } else {
+      } else if (entry.kind === 'tool.started') {
         this.#started.add(`${entry.step}\u0000${entry.callId}`);
       }
     }

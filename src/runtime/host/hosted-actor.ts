@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Agent } from '../../agent/agent.js';
 import type { CallAllowance, CallAsk, CallGrant } from '../../agent/allowance.js';
-import type { AgentJournal } from '../../agent/journal.js';
+import { type AgentJournal, messageHash } from '../../agent/journal.js';
 import { serializeError, TroupeError } from '../../errors.js';
 import { makeEvent } from '../../events/envelope.js';
 import type { EventPayload, UnsequencedEvent } from '../../events/schema.js';
@@ -25,6 +25,7 @@ import type {
   MainToWorker,
   RoleSpec,
 } from '../wire/protocol.js';
+import { InboxOrder } from './inbox-order.js';
 
 type StartMessage = Extract<MainToWorker, { type: 'actor.start' }>;
 
@@ -67,6 +68,13 @@ export interface HostedActorOptions {
 
 const NO_MESSAGES: readonly Message[] = Object.freeze([]);
 
+/**
+ * How long a resumed subscriber waits for a message its journal says came
+ * next while nothing else arrives, before it takes its messages as they
+ * come (a publisher that went another way will never send it).
+ */
+export const INBOX_REPLAY_STALL_MS = 10_000;
+
 interface InboxItem {
   message: Message;
   messageId?: string | undefined;
@@ -92,12 +100,17 @@ export class HostedActor {
   #wake: (() => void) | undefined;
   #cancelReason = '';
   readonly #warnings = new Set<string>();
+  // The journal's record of the order messages are taken in (a journaled run only).
+  readonly #order: InboxOrder | undefined;
+  // The index of the model call the next message taken between runs goes before.
+  #nextStep = 0;
 
   constructor(options: HostedActorOptions) {
     this.#options = options;
     this.id = options.start.actorId;
     this.#role = options.role;
     this.#open = options.role.subscribes.length > 0 ? new Set(options.role.subscribes) : undefined;
+    this.#order = options.journal === undefined ? undefined : new InboxOrder(options.journal);
   }
 
   /** A message for the actor (a channel message or a steering message from its parent). */
@@ -202,27 +215,104 @@ export class HostedActor {
   }
 
   async #nextMessage(): Promise<Message | undefined> {
+    const step = this.#nextStep;
+    const due = this.#order?.due(step);
+    if (due !== undefined) {
+      // Replaying: the message the journal says came next, once it is here.
+      const [head] = due;
+      if (head === undefined) this.#order?.goLive();
+      else {
+        const taken = await this.#takeRecorded(step, [head]);
+        if (taken !== undefined) return taken[0];
+      }
+    }
     while (this.#inbox.length === 0) {
       if (this.#controller.signal.aborted) return undefined;
-      await new Promise<void>((resolve) => {
-        this.#wake = resolve;
-      });
-      this.#wake = undefined;
+      await this.#arrival();
     }
     if (this.#controller.signal.aborted) return undefined;
-    const [first] = this.#take(1);
+    const [first] = this.#takeItems(step, this.#inbox.splice(0, 1));
     return first;
+  }
+
+  // Resolves at the next arrival, close or cancel.
+  #arrival(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.#wake = () => {
+        this.#wake = undefined;
+        resolve();
+      };
+    });
   }
 
   #wakeUp(): void {
     this.#wake?.();
   }
 
-  // Moves inbox items into the history: reports reads and emits message.received.
-  #take(limit = Number.POSITIVE_INFINITY): readonly Message[] {
+  // Before model call `step`: every message in the inbox, or while replaying, what the journal says was taken then.
+  readonly #take = (step: number): readonly Message[] | Promise<readonly Message[]> => {
+    this.#nextStep = step + 1;
+    const due = this.#order?.due(step);
+    if (due !== undefined) {
+      if (due.length === 0) return NO_MESSAGES;
+      return this.#takeRecorded(step, due).then(
+        (taken) => taken ?? this.#takeItems(step, this.#inbox.splice(0)),
+      );
+    }
     // Asked before every model call; the inbox is almost always empty.
     if (this.#inbox.length === 0) return NO_MESSAGES;
-    const items = this.#inbox.splice(0, limit);
+    return this.#takeItems(step, this.#inbox.splice(0));
+  };
+
+  /**
+   * Waits until the inbox holds every message of `hashes` and takes them in
+   * that order. Undefined when they will not all come (every subscribed
+   * channel closed without them, or nothing arrived for
+   * INBOX_REPLAY_STALL_MS): the actor then goes live and takes what is there.
+   */
+  async #takeRecorded(step: number, hashes: readonly string[]): Promise<Message[] | undefined> {
+    let waitedSince = Date.now();
+    for (;;) {
+      if (this.#controller.signal.aborted) return [];
+      const positions = this.#find(hashes);
+      if (positions !== undefined) {
+        const items = positions.map((position) => this.#inbox[position] as InboxItem);
+        const chosen = new Set(positions);
+        const rest = this.#inbox.filter((_, position) => !chosen.has(position));
+        this.#inbox.length = 0;
+        this.#inbox.push(...rest);
+        return this.#takeItems(step, items);
+      }
+      const closed = this.#open === undefined || this.#open.size === 0;
+      if (closed || Date.now() - waitedSince >= INBOX_REPLAY_STALL_MS) {
+        this.#order?.goLive();
+        return undefined;
+      }
+      const before = this.#inbox.length;
+      const timer = setTimeout(() => this.#wakeUp(), INBOX_REPLAY_STALL_MS);
+      await this.#arrival();
+      clearTimeout(timer);
+      if (this.#inbox.length !== before) waitedSince = Date.now();
+    }
+  }
+
+  // The inbox positions of the messages with these hashes (each position once), or undefined when one is missing.
+  #find(hashes: readonly string[]): number[] | undefined {
+    const positions: number[] = [];
+    const used = new Set<number>();
+    for (const hash of hashes) {
+      const position = this.#inbox.findIndex(
+        (item, index) => !used.has(index) && messageHash(textOf(item.message)) === hash,
+      );
+      if (position === -1) return undefined;
+      used.add(position);
+      positions.push(position);
+    }
+    return positions;
+  }
+
+  // Moves items into the history: reports reads, emits message.received, and notes the order in the journal.
+  #takeItems(step: number, items: readonly InboxItem[]): Message[] {
     let counted = 0;
     for (const item of items) {
       if (item.counted) counted += 1;
@@ -236,6 +326,12 @@ export class HostedActor {
       }
     }
     if (counted > 0) this.#options.consumed(counted);
+    if (this.#order !== undefined && items.length > 0) {
+      this.#order.took(
+        step,
+        items.map((item) => messageHash(textOf(item.message))),
+      );
+    }
     return items.map((item) => item.message);
   }
 
@@ -261,7 +357,7 @@ export class HostedActor {
       tools: this.#options.tools,
       system: role.system,
       maxSteps: role.maxSteps,
-      events: { emit: (event) => this.#options.emit(event) },
+      events: { emit: this.#agentEvent },
       runId: config.runId,
       parentId: start.parentId,
       role: role.name,
@@ -269,10 +365,22 @@ export class HostedActor {
       budget: role.budget,
       allowance: this.#allowance(),
       stream: role.stream,
-      inbox: () => this.#take(),
+      inbox: this.#take,
       journal: this.#options.journal,
     });
   }
+
+  // The Agent's events; a replaying actor that goes live takes its messages as they come from then on.
+  readonly #agentEvent = (event: UnsequencedEvent): void => {
+    const order = this.#order;
+    if (
+      order?.replaying === true &&
+      (event.type === 'journal.diverged' || (event.type === 'model.request' && !event.replayed))
+    ) {
+      order.goLive();
+    }
+    this.#options.emit(event);
+  };
 
   // A budgeted run's calls reserve their room with the main thread; without a budget, no round trip.
   #allowance(): CallAllowance | undefined {
@@ -361,4 +469,8 @@ function payloadSchema(channel: ChannelSpec): z.ZodType {
   } catch {
     return z.record(z.string(), z.unknown());
   }
+}
+
+function textOf(message: Message): string {
+  return typeof message.content === 'string' ? message.content : JSON.stringify(message.content);
 }

@@ -50,7 +50,6 @@ export class Router {
     string,
     { publishes: string[]; subscriber: Subscriber | undefined; published: PublishedMessage[] }
   >();
-  #nextMessage = 1;
 
   constructor(delivery: RouterDelivery) {
     this.#delivery = delivery;
@@ -181,8 +180,9 @@ export class Router {
         message: `${valid.message}\nFix the payload and publish again.`,
       };
 
-    const messageId = `m${this.#nextMessage}`;
-    this.#nextMessage += 1;
+    // Numbered per publisher, so a resumed publisher's replayed publication
+    // gets the same id (and its tool result the same text) as the first time.
+    const messageId = `${from}/m${entry.published.length + 1}`;
     const content = formatChannelMessage(channelName, from, valid.payload);
     const targets = [...(this.#subscribers.get(channelName)?.values() ?? [])].filter(
       (subscriber) => subscriber.actorId !== from && !subscriber.closed.has(channelName),

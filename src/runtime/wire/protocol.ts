@@ -118,7 +118,7 @@ export const ActorStartSchema = z.object({
 
 // A record from a worker is written as it came (checked whole when a resume reads it); only its shape is checked here.
 const JournalWireEntrySchema = z.looseObject({
-  kind: z.enum(['model', 'tool.started', 'tool']),
+  kind: z.enum(['model', 'tool.started', 'tool', 'inbox']),
   step: z.number().int().nonnegative(),
 });
 

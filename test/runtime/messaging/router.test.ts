@@ -28,7 +28,7 @@ describe('Router', () => {
 
     expect(answer).toMatchObject({ ok: true });
     expect(log).toEqual([
-      'sent writer-1 notes m1',
+      'sent writer-1 notes writer-1/m1',
       'deliver reader-1 [message on channel "notes" from writer-1]\n{"text":"hi"}',
       'deliver reader-2 [message on channel "notes" from writer-1]\n{"text":"hi"}',
     ]);
@@ -127,9 +127,9 @@ describe('Router', () => {
 
     expect(refused).toEqual([]);
     expect(log).toEqual([
-      'sent writer-1 notes m1',
+      'sent writer-1 notes writer-1/m1',
       'deliver reader-1 [message on channel "notes" from writer-1]\n{"text":"one"}',
-      'sent writer-1 notes m2',
+      'sent writer-1 notes writer-1/m2',
       'deliver reader-1 [message on channel "notes" from writer-1]\n{"text":"two"}',
       'close reader-1 notes',
     ]);
