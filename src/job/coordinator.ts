@@ -1,4 +1,5 @@
 import { Agent, type AgentResult } from '../agent/agent.js';
+import { type CompressionSetting, compressionFor, mergeCompression } from '../agent/history.js';
 import { type SerializedError, TroupeError } from '../errors.js';
 import { makeEvent } from '../events/envelope.js';
 import type { EventPayload, RunStatus } from '../events/schema.js';
@@ -42,6 +43,8 @@ export interface CoordinatorOptions {
   retry?: RetryPolicy | 'fail_fast' | undefined;
   /** The coordinator's journal key (runJob sets it when the runtime keeps a journal). */
   journalKey?: string | undefined;
+  /** Its history compression, field by field over the runtime's (default the runtime's). */
+  compression?: CompressionSetting | undefined;
 }
 
 /** The sub-agents a coordinator started, shared between its turns. */
@@ -146,6 +149,11 @@ function buildCoordinator(
     system: options.system ?? coordinatorPrompt(runtime, names),
     maxSteps: options.maxSteps ?? 20,
     events: runtime.events,
+    // On by default for a model whose context window is known, like every actor's.
+    compression: compressionFor(
+      mergeCompression(runtime.compression, options.compression),
+      model.spec,
+    ),
     ...(allowance === undefined ? {} : { allowance }),
     beforeFinal: () => state.beforeFinal(),
     ...(runtime.journal === undefined || options.journalKey === undefined

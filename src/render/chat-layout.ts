@@ -20,7 +20,7 @@ function json(value: unknown): string {
  * The layered chat layout of one event: nothing for most events, and for the
  * steps a person follows one line each, indented two spaces: 💭 thinking,
  * 🤔 a tool call, ✅ a tool's result, ❌ a tool's failure with its whole
- * message, ⚠ a library's warning in full. The final answer is not here: it is printed flush left by the caller.
+ * message, ⚠ a library's warning in full, 🗜 a compressed history. The final answer is not here: it is printed flush left by the caller.
  */
 export function chatLayout(event: AgentEvent): string[] {
   switch (event.type) {
@@ -36,6 +36,10 @@ export function chatLayout(event: AgentEvent): string[] {
         : [`  ❌ ${event.name} failed: ${oneLine(event.error?.message ?? event.content)}`];
     case 'warning.raised':
       return [`  ⚠ ${oneLine(event.message)}`];
+    case 'history.compressed':
+      return [
+        `  🗜 history compressed: ${event.foldedMessages ?? event.beforeMessages - event.afterMessages + 1} earlier messages folded into a summary (~${event.beforeTokens} → ~${event.afterTokens} tokens)`,
+      ];
     default:
       return [];
   }

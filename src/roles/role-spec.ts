@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CompressionSettingSchema } from '../agent/history.js';
 import { McpRoleAccessSchema } from '../mcp/config.js';
 import { ChannelSpecSchema } from './channel.js';
 
@@ -37,6 +38,8 @@ export const RoleSpecSchema = z.object({
     })
     .optional(),
   stream: z.boolean().optional(),
+  /** History compression, the role's over the run's; absent: on when the model's window is known. */
+  compression: CompressionSettingSchema.optional(),
   /** The MCP servers (and optionally tools) the role may use. */
   mcp: z.array(McpRoleAccessSchema).optional(),
 });

@@ -1,5 +1,10 @@
 import { z } from 'zod';
 import type { TokenBudgetLimits } from '../agent/budget.js';
+import {
+  type CompressionSetting,
+  CompressionSettingSchema,
+  mergeCompression,
+} from '../agent/history.js';
 import { TroupeError } from '../errors.js';
 import { MCP_SERVER_NAME_PATTERN, type McpRoleAccess } from '../mcp/config.js';
 import type { ModelSpec } from '../model/model.js';
@@ -89,6 +94,14 @@ export interface RoleDefinition<TOutput = unknown> {
   /** Stream replies (model.delta events); default true. */
   stream?: boolean | undefined;
   /**
+   * History compression of its actors: `false` keeps every message; an
+   * object sets the model's context window (needed for a model troupe does
+   * not know), the share of it past which the history is compressed
+   * (default 0.75) and the turns kept verbatim (default 4). By default the
+   * run's setting, on for models whose window is known.
+   */
+  compression?: CompressionSetting | undefined;
+  /**
    * MCP servers the role may use, by their name in the run's MCP config, each
    * with all its tools or only those listed; the model sees them as `<server>__<tool>`.
    */
@@ -114,6 +127,8 @@ export interface Role<TOutput = unknown> {
   readonly mailbox: MailboxOptions | undefined;
   readonly budget: TokenBudgetLimits | undefined;
   readonly stream: boolean | undefined;
+  /** History compression of its actors (optional so roles made before it still fit). */
+  readonly compression?: CompressionSetting | undefined;
   /** MCP servers the role may use (optional so roles made before MCP support still fit). */
   readonly mcp?: readonly McpRoleAccess[] | undefined;
 }
@@ -181,6 +196,15 @@ export function defineRole<TOutput = unknown>(definition: RoleDefinition<TOutput
       );
     }
   }
+  if (definition.compression !== undefined) {
+    const parsed = CompressionSettingSchema.safeParse(definition.compression);
+    if (!parsed.success) {
+      throw new TroupeError(
+        'usage.invalid_role',
+        `Role ${name}: compression must be false or { contextWindow?: tokens (at least 1024), at?: a share between 0 and 1, keepTurns?: a whole number }, got ${JSON.stringify(definition.compression)}.`,
+      );
+    }
+  }
   for (const access of definition.mcp ?? []) {
     if (!MCP_SERVER_NAME_PATTERN.test(access.server)) {
       throw new TroupeError(
@@ -206,6 +230,10 @@ export function defineRole<TOutput = unknown>(definition: RoleDefinition<TOutput
     mailbox: definition.mailbox,
     budget: definition.budget,
     stream: definition.stream,
+    compression:
+      definition.compression === undefined || definition.compression === false
+        ? definition.compression
+        : Object.freeze({ ...definition.compression }),
     mcp: Object.freeze((definition.mcp ?? []).map((access) => ({ ...access }))),
   });
 }
@@ -221,8 +249,12 @@ export function isRole(value: unknown): value is AnyRole {
   );
 }
 
-/** The role as a worker sees it: plain data, with the channel and output rules spelled out in the system prompt. */
-export function toRoleSpec(role: AnyRole): RoleSpec {
+/**
+ * The role as a worker sees it: plain data, with the channel and output
+ * rules spelled out in the system prompt, and its compression merged over
+ * the run's (`runCompression`, see mergeCompression).
+ */
+export function toRoleSpec(role: AnyRole, runCompression?: CompressionSetting): RoleSpec {
   const spec: RoleSpec = {
     name: role.name,
     system: systemPrompt(role),
@@ -234,6 +266,9 @@ export function toRoleSpec(role: AnyRole): RoleSpec {
   };
   if (role.budget !== undefined) spec.budget = { ...role.budget };
   if (role.stream !== undefined) spec.stream = role.stream;
+  const compression = mergeCompression(runCompression, role.compression);
+  if (compression !== undefined)
+    spec.compression = compression === false ? false : { ...compression };
   if (role.mcp !== undefined && role.mcp.length > 0) {
     spec.mcp = role.mcp.map((access) => ({ ...access }));
   }

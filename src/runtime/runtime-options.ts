@@ -1,5 +1,6 @@
 import { isAbsolute } from 'node:path';
 import { z } from 'zod';
+import { type CompressionSetting, CompressionSettingSchema } from '../agent/history.js';
 import { TroupeError } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
 import type { McpServers } from '../mcp/config.js';
@@ -44,6 +45,14 @@ export interface RuntimeOptions {
   mcp?: McpServers | undefined;
   /** One budget for the whole tree. */
   budget?: TreeBudgetLimits | undefined;
+  /**
+   * History compression of the coordinator and every actor (a role's own
+   * setting wins field by field): `false` turns it off; an object sets the
+   * context window (for a model troupe does not know), the share of it past
+   * which a history is compressed (default 0.75) and the turns kept.
+   * Default: on for models whose window is known (knownContextWindow).
+   */
+  compression?: CompressionSetting | undefined;
   /** US dollars per million tokens, per model name. */
   prices?: Readonly<Record<string, ModelPrice>> | undefined;
   runId?: string | undefined;
@@ -154,6 +163,7 @@ const RuntimeOptionsSchema = z.object({
     })
     .optional(),
   results: z.object({ dir: absolutePath, reuse: z.boolean() }).optional(),
+  compression: CompressionSettingSchema.optional(),
   maxDepth: count(0).max(64).optional(),
   threadLimits: threadLimits.optional(),
   cancelGraceMs: z.number().min(0).finite().optional(),

@@ -1,4 +1,5 @@
 import type { CallAllowance } from '../agent/allowance.js';
+import type { CompressionSetting } from '../agent/history.js';
 import { plainError, TroupeError } from '../errors.js';
 import { EventBus, type Unsubscribe } from '../events/bus.js';
 import { makeEvent } from '../events/envelope.js';
@@ -126,6 +127,7 @@ export class Runtime {
           record.key === undefined ? undefined : this.#journal?.entries(record.key),
       },
       options.maxActorsPerThread ?? 5000,
+      options.compression,
     );
     this.#lifecycle = new ActorLifecycle({
       table: this.#table,
@@ -260,6 +262,11 @@ export class Runtime {
   /** The model of roles that name none. */
   get defaultModel(): ModelSpec {
     return this.#options.model;
+  }
+
+  /** The run's history compression (RuntimeOptions.compression), for the coordinator. */
+  get compression(): CompressionSetting | undefined {
+    return this.#options.compression;
   }
 
   /** What tools outside the pool (the coordinator's) need to run like the actors' do. */

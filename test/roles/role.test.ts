@@ -65,6 +65,33 @@ describe('toRoleSpec', () => {
     expect(spec.system).toContain('[channel "<name>" closed: no more messages will arrive]');
     expect(spec.system).toContain('"verdict"');
   });
+
+  it("carries the role's compression over the run's, and false from either side", () => {
+    const plain = defineRole({ name: 'plain', description: 'd', system: 's' });
+    const tight = defineRole({
+      name: 'tight',
+      description: 'd',
+      system: 's',
+      compression: { at: 0.5, keepTurns: 2 },
+    });
+    const whole = defineRole({ name: 'whole', description: 'd', system: 's', compression: false });
+    // No setting anywhere: absent, so the actor compresses when its model's window is known.
+    expect(toRoleSpec(plain).compression).toBeUndefined();
+    expect(toRoleSpec(plain, { contextWindow: 8000 }).compression).toEqual({ contextWindow: 8000 });
+    expect(toRoleSpec(tight, { contextWindow: 8000, at: 0.9 }).compression).toEqual({
+      contextWindow: 8000,
+      at: 0.5,
+      keepTurns: 2,
+    });
+    expect(toRoleSpec(whole, { contextWindow: 8000 }).compression).toBe(false);
+    expect(toRoleSpec(tight, false).compression).toBe(false);
+  });
+
+  it('refuses a compression setting out of range when the role is defined', () => {
+    expect(() =>
+      defineRole({ name: 'bad', description: 'd', system: 's', compression: { at: 1.5 } }),
+    ).toThrow(/compression must be false or/);
+  });
 });
 
 describe('parseRoleOutput', () => {

@@ -4,6 +4,7 @@ import { createInterface } from 'node:readline';
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { Agent } from '../../agent/agent.js';
+import { compressionFor } from '../../agent/history.js';
 import { errorMessage, TroupeError } from '../../errors.js';
 import { EventBus } from '../../events/bus.js';
 import { attachMcpTools } from '../../mcp/agent-tools.js';
@@ -33,7 +34,10 @@ import { ChatSession, chatSessionsDir } from '../chat-session.js';
 import { type CliIo, EXIT, exitWith } from '../context.js';
 import { chatHistoryPath, Repl, type ReplHandlers } from '../repl.js';
 import {
+  addCompressionOptions,
   addSandboxOptions,
+  type CompressionFlags,
+  compressionSettingOf,
   type ProviderFlags,
   parseAllow,
   parsePositiveInteger,
@@ -51,7 +55,7 @@ export const CHAT_DEFAULT_GRANTS: readonly PermissionTier[] = DEFAULT_GRANTS.fil
 
 const EXIT_WORDS = new Set(['exit', 'quit', ':q', '/exit', '/quit']);
 
-interface ChatFlags extends ProviderFlags, SandboxFlags {
+interface ChatFlags extends ProviderFlags, SandboxFlags, CompressionFlags {
   workspace: string;
   allow?: PermissionTier[] | undefined;
   maxSteps?: number | undefined;
@@ -126,13 +130,15 @@ export function registerChatCommand(program: Command, io: CliIo): void {
       '--resume [id]',
       'continue a saved chat session with its history (default: the latest); an interrupted turn goes on without repeating finished calls',
     );
-  addSandboxOptions(command).action(async (flags: ChatFlags) => {
+  addSandboxOptions(addCompressionOptions(command)).action(async (flags: ChatFlags) => {
     exitWith(await runChat(io, flags));
   });
 }
 
 async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
   const spec = resolveModelSpec(flags, io.env);
+  // On by default for a model whose context window is known: a long session never outgrows it.
+  const compression = compressionFor(compressionSettingOf(flags), spec);
   const cwd = io.cwd ?? process.cwd();
   const workspace = resolveFolder(cwd, flags.workspace, '--workspace');
   const grants = flags.allow ?? [...CHAT_DEFAULT_GRANTS];
@@ -219,6 +225,7 @@ async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
     tools,
     system: `You are a helpful assistant working in the user's workspace (${workspace}). Use your tools to look at files before you answer questions about them, and say so when you cannot find something. Be concise.`,
     maxSteps: flags.maxSteps ?? 10,
+    compression,
     events: bus,
     ...(session === undefined ? {} : { journal: session.agentJournal }),
     toolContext: {

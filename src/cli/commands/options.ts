@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { type Command, InvalidArgumentError } from 'commander';
 import { z } from 'zod';
+import { type CompressionSetting, DEFAULT_COMPRESS_AT } from '../../agent/history.js';
 import { errorMessage, TroupeError } from '../../errors.js';
 import { type ModelSpec, ModelSpecSchema } from '../../model/model.js';
 import { type AnyRole, isRole } from '../../roles/role.js';
@@ -161,6 +162,67 @@ export function parseTokenCount(value: string): number {
   const tokens = Math.round(Number(match[1]) * (unit === 'k' ? 1e3 : unit === 'm' ? 1e6 : 1));
   if (tokens < 1) throw new InvalidArgumentError('expected at least 1 token.');
   return tokens;
+}
+
+/** Commander parser: a share of the context window, `0.6` or `60%` (more than 0, less than 1). */
+export function parseShare(value: string): number {
+  const text = value.trim();
+  const percent = text.endsWith('%');
+  const number = Number(percent ? text.slice(0, -1) : text) / (percent ? 100 : 1);
+  if (text === '' || !Number.isFinite(number) || number <= 0 || number >= 1)
+    throw new InvalidArgumentError('expected a share of the window such as 0.6 or 60%.');
+  return number;
+}
+
+/** The history compression flags of run and chat. */
+export interface CompressionFlags {
+  contextWindow?: number | undefined;
+  compressAt?: number | undefined;
+  /** False with `--no-compress`. */
+  compress?: boolean | undefined;
+}
+
+/** Adds `--context-window`, `--compress-at` and `--no-compress` (run, chat). */
+export function addCompressionOptions(command: Command): Command {
+  return command
+    .option(
+      '--context-window <tokens>',
+      "the model's context window (e.g. 128k), for a model troupe does not know; known for the default models",
+      parseTokenCount,
+    )
+    .option(
+      '--compress-at <share>',
+      `compress a history when it passes this share of the context window (default ${DEFAULT_COMPRESS_AT}, e.g. 0.6 or 60%)`,
+      parseShare,
+    )
+    .option(
+      '--no-compress',
+      'never compress a history: keep every message (a long run may outgrow the window)',
+    );
+}
+
+/**
+ * The compression setting of the flags: `false` for `--no-compress`, the
+ * window and share when given, undefined for the defaults (on for models
+ * whose window is known).
+ */
+export function compressionSettingOf(flags: CompressionFlags): CompressionSetting | undefined {
+  if (flags.compress === false) {
+    if (flags.contextWindow !== undefined || flags.compressAt !== undefined)
+      throw usageError(
+        '--no-compress turns compression off; drop --context-window and --compress-at, or drop --no-compress.',
+      );
+    return false;
+  }
+  if (flags.contextWindow !== undefined && flags.contextWindow < 1024)
+    throw usageError(
+      `--context-window ${flags.contextWindow}: a context window is at least 1024 tokens.`,
+    );
+  if (flags.contextWindow === undefined && flags.compressAt === undefined) return undefined;
+  return {
+    ...(flags.contextWindow === undefined ? {} : { contextWindow: flags.contextWindow }),
+    ...(flags.compressAt === undefined ? {} : { at: flags.compressAt }),
+  };
 }
 
 /** Commander parser: a duration, `90` (seconds), `90s`, `1500ms`, `10m` or `1h`; returns milliseconds. */

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { isAbsolute, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
+import type { CompressionSetting } from '../../agent/history.js';
 import { errorMessage, isTroupeError } from '../../errors.js';
 import { EventBus } from '../../events/bus.js';
 import {
@@ -35,8 +36,11 @@ import { canReadKeys, readLiveKeys } from '../live-keys.js';
 import { createPriceFunction, loadPriceTable } from '../prices.js';
 import { OTEL_FLAG_HELP, startRunObservers } from './observe.js';
 import {
+  addCompressionOptions,
   addSandboxOptions,
+  type CompressionFlags,
   collect,
+  compressionSettingOf,
   loadRoles,
   loadToolFlags,
   type ProviderFlags,
@@ -64,6 +68,8 @@ export interface JobSettings {
   maxSteps?: number | undefined;
   budgetTokens?: number | undefined;
   timeoutMs?: number | undefined;
+  /** History compression (`--context-window`, `--compress-at`, `--no-compress`); default on for known models. */
+  compression?: CompressionSetting | undefined;
   /** Resume this run id instead of starting a new run. */
   resume?: string | undefined;
   mode: OutputMode;
@@ -88,7 +94,7 @@ export interface JobSettings {
   interactive?: boolean | undefined;
 }
 
-interface RunFlags extends ProviderFlags, SandboxFlags {
+interface RunFlags extends ProviderFlags, SandboxFlags, CompressionFlags {
   roles?: string | undefined;
   threads?: number | undefined;
   maxSteps?: number | undefined;
@@ -172,51 +178,54 @@ export function registerRunCommand(program: Command, io: CliIo): void {
       '--unsafe-no-sandbox',
       "run the sub-agents' shell and python WITHOUT the OS sandbox (bubblewrap); only where none can start",
     );
-  addSandboxOptions(command).action(async (task: string | undefined, flags: RunFlags) => {
-    const cwd = io.cwd ?? process.cwd();
-    if (task === undefined && flags.resume === undefined) {
-      throw usageError(
-        'troupe run needs a task, e.g. troupe run "Compare the reports in docs/" (or --resume <runId>).',
-      );
-    }
-    if (task !== undefined && task.trim() === '') throw usageError('The task is empty.');
-    const tools = await loadToolFlags(cwd, flags.tools ?? []);
-    const roles = flags.roles === undefined ? [] : await loadRoles(cwd, flags.roles);
-    // A tool no role names is never called: say so before the run, not after.
-    const named = new Set(roles.flatMap((role) => role.tools));
-    for (const [file, names] of tools.names) {
-      const unused = names.filter((name) => !named.has(name));
-      if (unused.length === 0) continue;
-      io.stderr.write(
-        `troupe: --tools ${file}: ${unused.map((name) => `"${name}"`).join(', ')} ${unused.length === 1 ? 'is' : 'are'} named by no role, so no agent can call ${unused.length === 1 ? 'it' : 'them'}; list ${unused.length === 1 ? 'it' : 'them'} in a role's tools (--roles <file>).\n`,
-      );
-    }
-    const settings: JobSettings = {
-      task,
-      spec: resolveModelSpec(flags, io.env),
-      workspace: resolveFolder(cwd, flags.workspace, '--workspace'),
-      out: resolve(cwd, flags.out),
-      grants: flags.allow ?? [...DEFAULT_GRANTS],
-      roles,
-      toolModules: tools.paths,
-      threads: flags.threads,
-      maxSteps: flags.maxSteps,
-      budgetTokens: flags.budget,
-      timeoutMs: flags.timeout,
-      resume: flags.resume,
-      mode: chooseOutputMode(io, flags),
-      approve: flags.approve === true,
-      env: io.env,
-      unsafeNoSandbox: flags.unsafeNoSandbox === true,
-      sandbox: sandboxPolicyOf(flags),
-      prices: flags.prices === undefined ? undefined : loadPriceTable(cwd, flags.prices),
-      mcp: flags.mcp === undefined ? undefined : loadMcpConfig(resolve(cwd, flags.mcp)),
-      otel: flags.otel === true,
-      nats: flags.nats,
-      interactive: flags.interactive !== false,
-    };
-    exitWith(await executeJob(io, settings));
-  });
+  addSandboxOptions(addCompressionOptions(command)).action(
+    async (task: string | undefined, flags: RunFlags) => {
+      const cwd = io.cwd ?? process.cwd();
+      if (task === undefined && flags.resume === undefined) {
+        throw usageError(
+          'troupe run needs a task, e.g. troupe run "Compare the reports in docs/" (or --resume <runId>).',
+        );
+      }
+      if (task !== undefined && task.trim() === '') throw usageError('The task is empty.');
+      const tools = await loadToolFlags(cwd, flags.tools ?? []);
+      const roles = flags.roles === undefined ? [] : await loadRoles(cwd, flags.roles);
+      // A tool no role names is never called: say so before the run, not after.
+      const named = new Set(roles.flatMap((role) => role.tools));
+      for (const [file, names] of tools.names) {
+        const unused = names.filter((name) => !named.has(name));
+        if (unused.length === 0) continue;
+        io.stderr.write(
+          `troupe: --tools ${file}: ${unused.map((name) => `"${name}"`).join(', ')} ${unused.length === 1 ? 'is' : 'are'} named by no role, so no agent can call ${unused.length === 1 ? 'it' : 'them'}; list ${unused.length === 1 ? 'it' : 'them'} in a role's tools (--roles <file>).\n`,
+        );
+      }
+      const settings: JobSettings = {
+        task,
+        spec: resolveModelSpec(flags, io.env),
+        workspace: resolveFolder(cwd, flags.workspace, '--workspace'),
+        out: resolve(cwd, flags.out),
+        grants: flags.allow ?? [...DEFAULT_GRANTS],
+        roles,
+        toolModules: tools.paths,
+        threads: flags.threads,
+        maxSteps: flags.maxSteps,
+        budgetTokens: flags.budget,
+        timeoutMs: flags.timeout,
+        compression: compressionSettingOf(flags),
+        resume: flags.resume,
+        mode: chooseOutputMode(io, flags),
+        approve: flags.approve === true,
+        env: io.env,
+        unsafeNoSandbox: flags.unsafeNoSandbox === true,
+        sandbox: sandboxPolicyOf(flags),
+        prices: flags.prices === undefined ? undefined : loadPriceTable(cwd, flags.prices),
+        mcp: flags.mcp === undefined ? undefined : loadMcpConfig(resolve(cwd, flags.mcp)),
+        otel: flags.otel === true,
+        nats: flags.nats,
+        interactive: flags.interactive !== false,
+      };
+      exitWith(await executeJob(io, settings));
+    },
+  );
 }
 
 // What became of the agents, as counted from their agent.finished events: "51 agents cancelled, 2 completed".
@@ -260,6 +269,7 @@ export function jobRuntimeParts(
             ...(settings.timeoutMs === undefined ? {} : { timeMs: settings.timeoutMs }),
           },
         }),
+    ...(settings.compression === undefined ? {} : { compression: settings.compression }),
     ...(approve === undefined ? {} : { approve }),
     env: settings.env,
     ...(settings.unsafeNoSandbox === true ? { unsafeNoSandbox: true } : {}),

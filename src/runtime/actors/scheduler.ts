@@ -1,4 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
+import type { CompressionSetting } from '../../agent/history.js';
 import type { JournalEntry } from '../../agent/journal.js';
 import type { TroupeError } from '../../errors.js';
 import type { ModelSpec } from '../../model/model.js';
@@ -30,6 +31,8 @@ export class Scheduler {
   readonly #transport: Transport;
   readonly #events: SchedulerEvents;
   readonly #maxPerHost: number;
+  // The run's history compression, under each role's own (toRoleSpec merges them).
+  readonly #compression: CompressionSetting | undefined;
   readonly #queue: ActorRecord[] = [];
   readonly #load = new Map<number, number>();
   readonly #roleKeys = new WeakMap<AnyRole, string>();
@@ -39,10 +42,16 @@ export class Scheduler {
   #nextKey = 1;
   #started = false;
 
-  constructor(transport: Transport, events: SchedulerEvents, maxPerHost: number) {
+  constructor(
+    transport: Transport,
+    events: SchedulerEvents,
+    maxPerHost: number,
+    compression?: CompressionSetting,
+  ) {
     this.#transport = transport;
     this.#events = events;
     this.#maxPerHost = maxPerHost;
+    this.#compression = compression;
   }
 
   /** Actors waiting for a place. */
@@ -202,7 +211,11 @@ export class Scheduler {
     const defined = this.#definedOn(hostId);
     if (!defined.has(key)) {
       defined.add(key);
-      this.#transport.send(hostId, { type: 'role.define', key, role: toRoleSpec(role) });
+      this.#transport.send(hostId, {
+        type: 'role.define',
+        key,
+        role: toRoleSpec(role, this.#compression),
+      });
     }
     return key;
   }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Agent } from '../../agent/agent.js';
 import type { CallAllowance, CallAsk, CallGrant } from '../../agent/allowance.js';
+import { compressionFor } from '../../agent/history.js';
 import { type AgentJournal, messageHash } from '../../agent/journal.js';
 import { serializeError, TroupeError } from '../../errors.js';
 import { makeEvent } from '../../events/envelope.js';
@@ -365,6 +366,8 @@ export class HostedActor {
       budget: role.budget,
       allowance: this.#allowance(),
       stream: role.stream,
+      // On by default for a model whose context window is known; the role's setting over the run's.
+      compression: compressionFor(role.compression, this.#options.model.spec),
       inbox: this.#take,
       journal: this.#options.journal,
     });
