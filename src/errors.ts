@@ -39,6 +39,7 @@ export const ERROR_CODES = [
   'runtime.spawn_refused',
   'runtime.unplaced',
   'run.partial',
+  'io.write_failed',
   'cancelled',
   'timeout',
   'budget.exceeded',

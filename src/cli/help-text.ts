@@ -11,6 +11,7 @@ Exit codes:
   1    failed, or stopped at its --budget or --timeout
   2    usage error: a bad option or argument, no API key, a missing file or run
   3    partial: an answer, but some sub-agents failed (the summary says why)
+  4    the run's files could not be written (disk full, I/O error); resume it once there is room
   130  interrupted: Ctrl-C, q in the live view, or SIGTERM (resume with --resume)`;
 
 /** Examples by command name (and '' for `troupe` itself). */

@@ -136,6 +136,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       io.stderr.write(`error: ${error.message}\n`);
       return EXIT.usage;
     }
+    if (isTroupeError(error, 'io.write_failed')) {
+      io.stderr.write(`error: ${error.message}\n`);
+      return EXIT.storage;
+    }
     io.stderr.write(`error: ${errorMessage(error)}\n`);
     return EXIT.failed;
   }

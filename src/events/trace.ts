@@ -1,6 +1,7 @@
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { TroupeError } from '../errors.js';
+import { describeDiskError, writeFully } from '../util/disk-write.js';
 import { createJsonRedactor } from '../util/redact.js';
 import type { EventBus, Unsubscribe } from './bus.js';
 import { type AgentEvent, AgentEventSchema } from './schema.js';
@@ -11,6 +12,12 @@ export interface TraceWriterOptions {
   env?: NodeJS.ProcessEnv;
   /** Flush buffered lines at least this often, in milliseconds (default 250). */
   flushIntervalMs?: number;
+  /**
+   * Called once, the first time a write fails (a full disk, an I/O error),
+   * with an `io.write_failed` error that names the file and the cause. The
+   * lines not written stay buffered and are written by a later flush.
+   */
+  onError?: (error: TroupeError) => void;
 }
 
 /**
@@ -19,12 +26,18 @@ export interface TraceWriterOptions {
  * event-loop turn in which an `agent.finished` arrived (one write for all the
  * agents that finished in that turn: 100,000 agents are not 100,000 writes),
  * on a timer, and on close, so a killed run loses at most the last interval.
+ * A write that fails (disk full) never throws, from the timer or elsewhere:
+ * the unwritten lines are kept, `failure` is set, `onError` is told once.
  */
 export class TraceWriter {
   readonly path: string;
   readonly #serialize: (value: unknown) => string;
   #fd: number | undefined;
   #buffer: string[] = [];
+  // Bytes a failed write left unwritten: they go first at the next flush.
+  #unwritten: Buffer | undefined;
+  #failure: TroupeError | undefined;
+  readonly #onError: ((error: TroupeError) => void) | undefined;
   readonly #timer: NodeJS.Timeout;
   #pendingFlush: NodeJS.Immediate | undefined;
 
@@ -43,6 +56,7 @@ export class TraceWriter {
       );
     }
     this.path = path;
+    this.#onError = options.onError;
     this.#serialize = createJsonRedactor(options.env);
     mkdirSync(dirname(path), { recursive: true });
     this.#fd = openSync(path, 'a');
@@ -70,12 +84,35 @@ export class TraceWriter {
     return bus.onAny((event) => this.write(event));
   }
 
-  /** Writes buffered lines to disk now. */
+  /** Why the last write failed, while lines are waiting to be written; undefined once all are. */
+  get failure(): TroupeError | undefined {
+    return this.#failure;
+  }
+
+  /** Writes buffered lines to disk now. Never throws: a failed write keeps them for the next flush. */
   flush(): void {
-    if (this.#fd === undefined || this.#buffer.length === 0) return;
-    const text = `${this.#buffer.join('\n')}\n`;
+    if (this.#fd === undefined) return;
+    if (this.#buffer.length === 0 && this.#unwritten === undefined) return;
+    const lines = this.#buffer.length === 0 ? '' : `${this.#buffer.join('\n')}\n`;
     this.#buffer = [];
-    writeSync(this.#fd, text);
+    const data =
+      this.#unwritten === undefined
+        ? Buffer.from(lines)
+        : Buffer.concat([this.#unwritten, Buffer.from(lines)]);
+    const outcome = writeFully(this.#fd, data);
+    if (outcome.ok) {
+      this.#unwritten = undefined;
+      this.#failure = undefined;
+      return;
+    }
+    this.#unwritten = Buffer.from(outcome.rest);
+    if (this.#failure !== undefined) return;
+    this.#failure = new TroupeError(
+      'io.write_failed',
+      `cannot write the trace to ${this.path}: ${describeDiskError(outcome.error)}`,
+      { cause: outcome.error, details: { path: this.path, errno: outcome.error.code } },
+    );
+    this.#onError?.(this.#failure);
   }
 
   /** Flushes and closes the file. Safe to call twice. */
@@ -84,7 +121,13 @@ export class TraceWriter {
     if (this.#pendingFlush !== undefined) clearImmediate(this.#pendingFlush);
     this.#pendingFlush = undefined;
     this.flush();
-    if (this.#fd !== undefined) closeSync(this.#fd);
+    if (this.#fd !== undefined) {
+      try {
+        closeSync(this.#fd);
+      } catch {
+        // Whatever close could not write was said by flush, or is lost with the disk.
+      }
+    }
     this.#fd = undefined;
   }
 }

@@ -1,5 +1,15 @@
-import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { dirname, join } from 'node:path';
+import { TroupeError } from '../errors.js';
+import { describeDiskError, isStorageError } from '../util/disk-write.js';
 
 /** The file a running `troupe run` keeps in its run folder: who is writing the trace. */
 export const WRITER_LOCK = 'writer.lock';
@@ -8,6 +18,51 @@ export const WRITER_LOCK = 'writer.lock';
 export interface WriterLock {
   pid: number;
   startedAt: number;
+}
+
+/**
+ * Creates the run folder `runDir` under the output folder `out` (and `out`
+ * itself when missing) and takes its writer lock, which also proves the
+ * folder writable. A folder that cannot be used throws with its real cause:
+ * `usage.invalid_option` for a path the user must change (read-only file
+ * system, no permission, a file in the way), `io.write_failed` for storage
+ * that failed (disk full, I/O error). Node's own recursive mkdir reports a
+ * read-only file system as ENOENT, so each missing folder is made in turn.
+ * Returns the function that removes the lock.
+ */
+export function prepareRunFolder(runDir: string, out: string): () => void {
+  const missing: string[] = [];
+  for (let path = runDir; !existsSync(path); path = dirname(path)) {
+    missing.unshift(path);
+    if (dirname(path) === path) break;
+  }
+  const blocker = missing.length === 0 ? runDir : dirname(missing[0] as string);
+  if (existsSync(blocker) && !statSync(blocker).isDirectory()) {
+    throw new TroupeError(
+      'usage.invalid_option',
+      `Cannot use the output folder ${out}: ${blocker} is a file, not a folder. Pick another --out, or move the file.`,
+    );
+  }
+  let step = runDir;
+  try {
+    for (step of missing) mkdirSync(step);
+    step = join(runDir, WRITER_LOCK);
+    return holdWriterLock(runDir);
+  } catch (error) {
+    const cause = `${describeDiskError(error)} (${(error as NodeJS.ErrnoException).code ?? 'error'} at ${step})`;
+    if (isStorageError(error) && (error as NodeJS.ErrnoException).code !== 'EROFS') {
+      throw new TroupeError(
+        'io.write_failed',
+        `Cannot write the run folder ${runDir}: ${cause}. Free some space, or pick another --out.`,
+        { cause: error },
+      );
+    }
+    throw new TroupeError(
+      'usage.invalid_option',
+      `Cannot use the output folder ${out}: ${cause}. Pick another --out.`,
+      { cause: error },
+    );
+  }
 }
 
 /** Marks `runDir` as being written by this process; returns the function that removes the mark. */

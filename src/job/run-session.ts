@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TroupeError } from '../errors.js';
 import { EventBus } from '../events/bus.js';
@@ -7,10 +7,11 @@ import { FileJournal } from '../runtime/resume/journal.js';
 import { Runtime } from '../runtime/runtime.js';
 import type { RuntimeOptions } from '../runtime/runtime-options.js';
 import type { Transport } from '../runtime/wire/transport.js';
+import { describeDiskError, isStorageError } from '../util/disk-write.js';
 import { createRunId } from '../util/ids.js';
 import { createRedactor } from '../util/redact.js';
 import { type JobResult, runJob } from './coordinator.js';
-import { holdWriterLock } from './run-folder.js';
+import { prepareRunFolder } from './run-folder.js';
 
 /**
  * One run of a job with everything a front end needs around it: the run
@@ -133,21 +134,41 @@ export function resolveRun(options: Pick<StartRunOptions, 'out' | 'resume' | 'ta
 export async function startRun(options: StartRunOptions): Promise<RunSession> {
   const { runId, task, paths } = resolveRun(options);
   const resumed = options.resume !== undefined;
-  mkdirSync(paths.runDir, { recursive: true });
-  // Opened first: a journal of another run or task stops here, with the trace untouched.
-  // Redacted like every file troupe writes: a recorded call that held a secret goes live on resume.
-  const journal =
-    options.journal === false
-      ? undefined
-      : new FileJournal(
-          paths.journal,
-          { runId, task },
-          { redact: createRedactor(options.env ?? process.env) },
-        );
-  // A resumed run starts a fresh trace.jsonl (seq is gap-free per attempt); earlier attempts stay beside it.
-  if (resumed) rotateTrace(paths.trace);
+  // The folder is made and locked first: one that cannot be used fails here with its real cause.
+  // The lock tells `troupe trace --follow` elsewhere that this process writes the trace.
+  const releaseLock = prepareRunFolder(paths.runDir, options.out);
+  // A file of the run that cannot be written (disk full) stops the run; the first failure is its error.
+  const stop = new AbortController();
+  let storageFailure: TroupeError | undefined;
+  const onStorageError = (error: TroupeError): void => {
+    storageFailure ??= error;
+    if (!stop.signal.aborted) stop.abort(error);
+  };
+  let journal: FileJournal | undefined;
+  let trace: TraceWriter;
+  try {
+    // Opened first: a journal of another run or task stops here, with the trace untouched.
+    // Redacted like every file troupe writes: a recorded call that held a secret goes live on resume.
+    journal =
+      options.journal === false
+        ? undefined
+        : new FileJournal(
+            paths.journal,
+            { runId, task },
+            { redact: createRedactor(options.env ?? process.env), onError: onStorageError },
+          );
+    // A resumed run starts a fresh trace.jsonl (seq is gap-free per attempt); earlier attempts stay beside it.
+    if (resumed) rotateTrace(paths.trace);
+    trace = new TraceWriter(paths.trace, {
+      env: options.env ?? process.env,
+      onError: onStorageError,
+    });
+  } catch (error) {
+    journal?.close();
+    releaseLock();
+    throw storageError(error, paths.runDir);
+  }
   const bus = options.bus ?? new EventBus();
-  const trace = new TraceWriter(paths.trace, { env: options.env ?? process.env });
   trace.attach(bus);
   const {
     task: _task,
@@ -178,14 +199,12 @@ export async function startRun(options: StartRunOptions): Promise<RunSession> {
   } catch (error) {
     trace.close();
     journal?.close();
+    releaseLock();
     throw error;
   }
   // The threads start while the coordinator makes its first model calls.
   runtime.prestart();
-  // Tells `troupe trace --follow` elsewhere that this process writes the trace.
-  const releaseLock = holdWriterLock(paths.runDir);
 
-  const stop = new AbortController();
   const onAbort = (): void => stop.abort(signal?.reason);
   if (signal?.aborted === true) onAbort();
   else signal?.addEventListener('abort', onAbort, { once: true });
@@ -214,9 +233,15 @@ export async function startRun(options: StartRunOptions): Promise<RunSession> {
     }
     const final = result?.final.trimEnd() ?? '';
     if (final !== '') {
-      writeFileSync(paths.answer, `${createRedactor(options.env ?? process.env)(final)}\n`);
+      try {
+        writeFileSync(paths.answer, `${createRedactor(options.env ?? process.env)(final)}\n`);
+      } catch (caught) {
+        error ??= storageError(caught, paths.answer);
+      }
     }
-    return { result, error, cancelled: stop.signal.aborted };
+    // The storage failure is why the run stopped, whatever the job came to meanwhile.
+    if (storageFailure !== undefined) error = storageFailure;
+    return { result, error, cancelled: stop.signal.aborted && storageFailure === undefined };
   })();
 
   return {
@@ -238,6 +263,15 @@ function rotateTrace(tracePath: string): void {
   let attempt = 1;
   while (existsSync(tracePath.replace(/\.jsonl$/, `.${attempt}.jsonl`))) attempt += 1;
   renameSync(tracePath, tracePath.replace(/\.jsonl$/, `.${attempt}.jsonl`));
+}
+
+// A file system error of the run's own files as the run's error: the storage
+// failed (disk full, I/O error) or it is another error, passed on as it is.
+function storageError(error: unknown, path: string): unknown {
+  if (!isStorageError(error)) return error;
+  return new TroupeError('io.write_failed', `cannot write ${path}: ${describeDiskError(error)}`, {
+    cause: error,
+  });
 }
 
 function usage(message: string): TroupeError {

@@ -164,6 +164,7 @@ export class Runtime {
         if (key !== undefined) this.#journal?.append(key, entry);
       },
       flushJournal: () => this.#journal?.flush(),
+      journalFailure: () => this.#journal?.failure?.message,
       reserve: (request, signal) =>
         this.#guard.reservations?.reserve(request, signal) ??
         Promise.resolve({ ok: false, reason: 'This run keeps no token or cost budget.' }),

@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { EventBus } from '../../events/bus.js';
 import type { AgentEvent } from '../../events/schema.js';
@@ -5,6 +6,7 @@ import { readTrace } from '../../events/trace.js';
 import { TIMELINE_FILE, writeTimelineHtml } from '../../observe/html-timeline.js';
 import { exportEventsToOtel, exportToOtel, type OtelExport } from '../../observe/otel-exporter.js';
 import type { TimelinePrice } from '../../observe/timeline-model.js';
+import { describeDiskError, isStorageError } from '../../util/disk-write.js';
 import type { CliIo } from '../context.js';
 
 /** The `--otel` flag's help text, shared by run, demo and trace. */
@@ -38,17 +40,18 @@ export function startRunObservers(
   return {
     async finish(tracePath, show) {
       const lines: string[] = [];
+      const target = join(dirname(tracePath), TIMELINE_FILE);
       try {
         const { events } = readTrace(tracePath);
-        const path = writeTimelineHtml(join(dirname(tracePath), TIMELINE_FILE), events, {
+        const path = writeTimelineHtml(target, events, {
           price: settings.price,
           env: io.env,
         });
         lines.push(`timeline ${show(path)}`);
       } catch (error) {
-        warn(io)(
-          `could not write ${TIMELINE_FILE}: ${error instanceof Error ? error.message : String(error)}`,
-        );
+        // A half-written page (a full disk) is worse than none.
+        if (isStorageError(error)) rmSync(target, { force: true });
+        warn(io)(`could not write ${TIMELINE_FILE}: ${describeDiskError(error)}`);
       }
       if (otel !== undefined) {
         const report = await otel.close();

@@ -285,8 +285,8 @@ export function jobRuntimeParts(
 /**
  * Runs the research job through `startRun` and shows it: renders every
  * event, prints where the trace, report and answer are, and returns the exit
- * code (0 completed, 3 partial, 130 interrupted, 1 otherwise: failed,
- * budget, timed out).
+ * code (0 completed, 3 partial, 4 the run's files could not be written,
+ * 130 interrupted, 1 otherwise: failed, budget, timed out).
  */
 export async function executeJob(io: CliIo, settings: JobSettings): Promise<number> {
   const cwd = io.cwd ?? process.cwd();
@@ -423,11 +423,18 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
       `troupe: role "${adaptation.role}" ran without ${adaptation.dropped.join(', ')}: the ${adaptation.tiers.join(', ')} permission${adaptation.tiers.length === 1 ? ' is' : 's are'} not granted; rerun with --allow ${fix.join(',')} to give ${adaptation.dropped.length === 1 ? 'it' : 'them'} back.\n`,
     );
   }
+  const resume = `troupe run --resume ${runId}${resolve(settings.out) === defaultOutDir(io.env) ? '' : ` --out ${show(cwd, settings.out)}`}`;
   if (interrupt.signal.aborted) {
     io.stderr.write(
-      `\nInterrupted: ${describeEnds(ends)}; the trace was flushed to ${show(cwd, tracePath)}.\nResume with: troupe run --resume ${runId}${resolve(settings.out) === defaultOutDir(io.env) ? '' : ` --out ${show(cwd, settings.out)}`}\n`,
+      `\nInterrupted: ${describeEnds(ends)}; the trace was flushed to ${show(cwd, tracePath)}.\nResume with: ${resume}\n`,
     );
     return EXIT.interrupted;
+  }
+  if (isTroupeError(outcome.error, 'io.write_failed')) {
+    io.stderr.write(
+      `\nerror: ${outcome.error.message}; the run stopped.\nFree some space, then resume with: ${resume}\n`,
+    );
+    return EXIT.storage;
   }
   if (outcome.error !== undefined) {
     io.stderr.write(`error: ${errorMessage(outcome.error)}\n`);

@@ -40,6 +40,8 @@ export interface HostLinkDeps {
   journal(actorId: string, entry: JournalEntry): void;
   /** Makes appended journal records durable. */
   flushJournal(): void;
+  /** Why the journal cannot be written now (a full disk), if it cannot. */
+  journalFailure?(): string | undefined;
   /** Room in the tree budget for a worker actor's model call (a budgeted run). */
   reserve?(request: ReservationRequest, signal: AbortSignal): Promise<ReservationAnswer>;
   /** A worker actor's budgeted call ended. */
@@ -143,9 +145,14 @@ export class HostLink {
     }
     // Before anything of this batch can reach the trace by its timer: what it shows as done is journaled.
     this.#deps.flushJournal();
-    // Only now may the tools whose intents came in this batch run.
+    // Only now may the tools whose intents came in this batch run, and only if they are durable.
+    const refused = intents.length === 0 ? undefined : this.#deps.journalFailure?.();
     for (const requestId of intents) {
-      this.#deps.scheduler.reply(hostId, { type: 'journal.answered', requestId });
+      this.#deps.scheduler.reply(hostId, {
+        type: 'journal.answered',
+        requestId,
+        ...(refused === undefined ? {} : { refused }),
+      });
     }
   }
 

@@ -251,7 +251,8 @@ export class ActorHost {
         this.#pooledTools.down(item);
         return;
       case 'journal.answered':
-        this.#answer(item.requestId, undefined);
+        if (item.refused === undefined) this.#answer(item.requestId, undefined);
+        else this.#refuse(item.requestId, new TroupeError('io.write_failed', item.refused));
         return;
       case 'budget.answered':
         this.#answer(item.requestId, item);
@@ -488,6 +489,13 @@ export class ActorHost {
     if (pending === undefined) return;
     this.#pending.delete(requestId);
     pending.resolve(value);
+  }
+
+  #refuse(requestId: number, error: TroupeError): void {
+    const pending = this.#pending.get(requestId);
+    if (pending === undefined) return;
+    this.#pending.delete(requestId);
+    pending.reject(error);
   }
 
   #stop(): void {

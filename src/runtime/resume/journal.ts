@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { type AgentJournal, type JournalEntry, JournalEntrySchema } from '../../agent/journal.js';
 import { TroupeError } from '../../errors.js';
 import type { Message } from '../../model/types.js';
+import { describeDiskError, writeFully } from '../../util/disk-write.js';
 import { redactStrings } from '../../util/redact.js';
 
 /**
@@ -32,8 +33,10 @@ export interface Journal {
   note(record: JournalNote): void;
   /** Forgets the in-memory entries of an agent that completed (its result is stored). */
   release(key: string): void;
-  /** Writes what was appended since the last flush. Cheap when there is nothing to write. */
+  /** Writes what was appended since the last flush. Cheap when there is nothing to write. Never throws. */
   flush(): void;
+  /** Set while a write failed and records wait (a full disk): what a tool's intent is refused with. */
+  readonly failure?: TroupeError | undefined;
   close(): void;
 }
 
@@ -174,7 +177,11 @@ export class FileJournal implements Journal {
   readonly #entries: Map<string, JournalEntry[]>;
   #fd: number | undefined;
   #buffer = '';
+  // Bytes a failed write left unwritten (the end of a torn line first): written before anything else.
+  #unwritten: Buffer | undefined;
+  #failure: TroupeError | undefined;
   readonly #redact: ((text: string) => string) | undefined;
+  readonly #onError: ((error: TroupeError) => void) | undefined;
 
   /**
    * Opens (or creates) the journal of run `runId`. An existing journal of
@@ -182,14 +189,20 @@ export class FileJournal implements Journal {
    * (createRedactor's), secrets are redacted from every record written; a
    * recorded request whose messages held one then no longer matches on
    * replay, so that call goes live again rather than replay redacted text.
+   * A write that fails later (disk full) never throws: the records stay
+   * buffered for the next flush, and `onError` is told (once per failure).
    */
   constructor(
     path: string,
     run: { runId: string; task: string },
-    options: { redact?: ((text: string) => string) | undefined } = {},
+    options: {
+      redact?: ((text: string) => string) | undefined;
+      onError?: ((error: TroupeError) => void) | undefined;
+    } = {},
   ) {
     this.path = path;
     this.#redact = options.redact;
+    this.#onError = options.onError;
     this.runId = run.runId;
     this.task = run.task;
     mkdirSync(dirname(path), { recursive: true });
@@ -234,16 +247,44 @@ export class FileJournal implements Journal {
     this.#entries.delete(key);
   }
 
+  /** Why the last write failed, while records wait to be written; undefined once all are. */
+  get failure(): TroupeError | undefined {
+    return this.#failure;
+  }
+
   flush(): void {
-    if (this.#buffer === '' || this.#fd === undefined) return;
-    const text = this.#buffer;
+    if (this.#fd === undefined) return;
+    if (this.#buffer === '' && this.#unwritten === undefined) return;
+    const text = Buffer.from(this.#buffer);
     this.#buffer = '';
-    writeSync(this.#fd, text);
+    const outcome = writeFully(
+      this.#fd,
+      this.#unwritten === undefined ? text : Buffer.concat([this.#unwritten, text]),
+    );
+    if (outcome.ok) {
+      this.#unwritten = undefined;
+      this.#failure = undefined;
+      return;
+    }
+    this.#unwritten = Buffer.from(outcome.rest);
+    if (this.#failure !== undefined) return;
+    this.#failure = new TroupeError(
+      'io.write_failed',
+      `cannot write the journal to ${this.path}: ${describeDiskError(outcome.error)}`,
+      { cause: outcome.error, details: { path: this.path, errno: outcome.error.code } },
+    );
+    this.#onError?.(this.#failure);
   }
 
   close(): void {
     this.flush();
-    if (this.#fd !== undefined) closeSync(this.#fd);
+    if (this.#fd !== undefined) {
+      try {
+        closeSync(this.#fd);
+      } catch {
+        // Whatever close could not write was said by flush, or is lost with the disk.
+      }
+    }
     this.#fd = undefined;
   }
 }
@@ -264,7 +305,8 @@ export function agentJournal(journal: Journal, key: string): AgentJournal {
     intend: (entry: JournalEntry): Promise<void> => {
       journal.append(key, entry);
       journal.flush();
-      return Promise.resolve();
+      // Not durable: the tool must not run (on resume it would look never started).
+      return journal.failure === undefined ? Promise.resolve() : Promise.reject(journal.failure);
     },
   };
 }

@@ -214,8 +214,12 @@ export const MainToWorkerSchema = z.discriminatedUnion('type', [
     reservation: z.number().int().positive().optional(),
     reason: z.string().optional(),
   }),
-  /** A journal intent is durable: the tool may run. */
-  z.object({ type: z.literal('journal.answered'), requestId: z.number().int() }),
+  /** A journal intent is durable: the tool may run; or it could not be written (`refused`): it must not. */
+  z.object({
+    type: z.literal('journal.answered'),
+    requestId: z.number().int(),
+    refused: z.string().optional(),
+  }),
   /** A `journal.record` is stored: the journaled actor's model call `step` may return. */
   z.object({
     type: z.literal('journal.stored'),
