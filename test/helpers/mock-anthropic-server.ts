@@ -88,9 +88,12 @@ export interface MockAnthropicServer {
   close(): Promise<void>;
 }
 
+/** Answers a good request from its body (and its number among good requests, from 1) instead of the queue. */
+export type AnthropicResponder = (body: Record<string, unknown>, count: number) => AnthropicReply;
+
 /** Starts the mock on 127.0.0.1 with a random port. */
 export async function startMockAnthropicServer(
-  options: { apiKey?: string } = {},
+  options: { apiKey?: string; respond?: AnthropicResponder } = {},
 ): Promise<MockAnthropicServer> {
   const apiKey = options.apiKey ?? 'sk-ant-test-mock-key-0000';
   const queue: AnthropicReply[] = [];
@@ -129,7 +132,10 @@ export async function startMockAnthropicServer(
       sendJson(response, 400, errorBody('invalid_request_error', request.violations.join(' | ')));
       return;
     }
-    const reply = queue.shift();
+    const reply =
+      options.respond === undefined
+        ? queue.shift()
+        : options.respond(request.body as Record<string, unknown>, messageCount + 1);
     if (reply === undefined) {
       violations.push(`request ${number}: no reply was queued for this request`);
       sendJson(response, 400, errorBody('invalid_request_error', 'The mock has no reply queued.'));
