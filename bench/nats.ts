@@ -74,6 +74,9 @@ export async function startNatsCluster(
           `bench-${index + 1}`,
           '--threads',
           String(threads),
+          // As many tool threads as actor threads: the local run's pool has as many of each.
+          '--tool-threads',
+          String(threads),
         ],
         { stdio: ['ignore', 'ignore', 'pipe'] },
       );

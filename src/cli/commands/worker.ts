@@ -8,6 +8,7 @@ import { parsePositiveInteger, resolveFolder } from './options.js';
 interface WorkerFlags {
   nats?: string | undefined;
   threads?: number | undefined;
+  toolThreads?: number | undefined;
   name?: string | undefined;
   maxActors?: number | undefined;
   workspace?: string | undefined;
@@ -29,6 +30,11 @@ export function registerWorkerCommand(program: Command, io: CliIo): void {
     .option(
       '--threads <n>',
       'worker threads per run (default: cores, at most 4)',
+      parsePositiveInteger,
+    )
+    .option(
+      '--tool-threads <n>',
+      "threads per run for the run's user tools on this node (default 2)",
       parsePositiveInteger,
     )
     .option('--name <id>', "this node's name, unique on the server (default: host name and pid)")
@@ -61,6 +67,7 @@ export function registerWorkerCommand(program: Command, io: CliIo): void {
         {
           name,
           threads,
+          toolThreads: flags.toolThreads,
           maxActors: flags.maxActors ?? 5000,
           deadAfterMs: flags.deadAfter,
           ...(flags.workspace === undefined

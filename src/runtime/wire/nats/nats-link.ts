@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { errorMessage, TroupeError } from '../../../errors.js';
+import { StreamWriter } from './stream-writer.js';
 
 /**
  * Names on the NATS server. Everything of a run is under its run id; the
@@ -61,6 +62,8 @@ export interface NatsLink {
   nc: NatsConnection;
   js: JetStreamClient;
   jsm: JetStreamManager;
+  /** Stream writes with their acknowledgements on one subscription (the hot paths use it). */
+  writer: StreamWriter;
   /** The URL without credentials, for messages. */
   where: string;
 }
@@ -71,8 +74,10 @@ export interface NatsLink {
  * to check when the server cannot be reached.
  */
 export async function connectNats(options: NatsConnectOptions): Promise<NatsLink> {
-  const [{ connect, credsAuthenticator, nkeyAuthenticator }, { jetstream, jetstreamManager }] =
-    await Promise.all([import('@nats-io/transport-node'), import('@nats-io/jetstream')]);
+  const [
+    { connect, createInbox, credsAuthenticator, headers, nkeyAuthenticator },
+    { jetstream, jetstreamManager },
+  ] = await Promise.all([import('@nats-io/transport-node'), import('@nats-io/jetstream')]);
   const env = options.env ?? process.env;
   const servers = options.url.split(',').map((url) => url.trim());
   const where = servers.map(withoutCredentials).join(',');
@@ -110,6 +115,9 @@ export async function connectNats(options: NatsConnectOptions): Promise<NatsLink
       reconnectTimeWait: 250,
       pingInterval: 5000,
       timeout: 5000,
+      // No Error (with its stack) made ahead for every request: journal writes and spawns are
+      // requests, thousands a second in a fan-out, and their failures are reported by message.
+      noAsyncTraces: true,
     });
   } catch (error) {
     throw new TroupeError(
@@ -126,7 +134,9 @@ export async function connectNats(options: NatsConnectOptions): Promise<NatsLink
       { cause: error },
     );
   });
-  return { nc, js: jetstream(nc, { timeout: 10_000 }), jsm, where };
+  const writer = new StreamWriter(nc, { inbox: createInbox(), headers, timeoutMs: 10_000 });
+  void nc.closed().then(() => writer.close());
+  return { nc, js: jetstream(nc, { timeout: 10_000 }), jsm, writer, where };
 }
 
 /**

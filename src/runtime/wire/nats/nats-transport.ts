@@ -23,6 +23,7 @@ import {
   type RemoteHostConfig,
   type Session,
   UpBatchSchema,
+  WorkEncoder,
   type WorkItemInput,
 } from './node-wire.js';
 
@@ -95,6 +96,7 @@ export class NatsTransport implements Transport {
   readonly #out = new Map<string, Batcher<DownItemInput>>();
   readonly #heard = new Map<string, number>();
   readonly #subs: Subscription[] = [];
+  readonly #work = new WorkEncoder();
   #handlers: TransportHandlers | undefined;
   readonly #hostId = 1;
   #up = false;
@@ -301,8 +303,8 @@ export class NatsTransport implements Transport {
     };
     const current = (): boolean =>
       this.#actors.get(start.actorId) === actor && actor.generation === generation;
-    this.#link.js
-      .publish(subjects.work(this.#runId), encode(work), {
+    this.#link.writer
+      .publish(subjects.work(this.#runId), this.#work.encode(work), {
         msgID: `${this.session.id}.${start.actorId}.${start.attempt}.${generation}`,
       })
       .then(
@@ -380,6 +382,10 @@ export class NatsTransport implements Transport {
     const rest: unknown[] = [];
     // Claims first: a claim precedes its actor's items, and no other actor's items depend on it.
     for (const raw of batch.items) {
+      if (!isClaim(raw)) {
+        rest.push(raw);
+        continue;
+      }
       const claim = NodeUpItemSchema.safeParse(raw);
       if (claim.success) this.#claim(node, claim.data, out);
       else rest.push(raw);
@@ -622,6 +628,13 @@ export class NatsTransport implements Transport {
     handlers.error(error, true);
     for (const actor of [...this.#actors.values()]) this.#end(actor, lostOutcome(error));
   }
+}
+
+// Most items are the worker protocol's: only what says it is a claim is parsed as one.
+function isClaim(raw: unknown): boolean {
+  return (
+    typeof raw === 'object' && raw !== null && (raw as { type?: unknown }).type === 'node.claimed'
+  );
 }
 
 function lostOutcome(error: TroupeError): ActorOutcome {

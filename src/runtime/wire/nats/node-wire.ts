@@ -63,6 +63,81 @@ export const WorkItemSchema = z.object({
 export type WorkItem = z.infer<typeof WorkItemSchema>;
 export type WorkItemInput = z.input<typeof WorkItemSchema>;
 
+// What a node checks of every spawn; the parts a session repeats in each (config, role, model) once per key.
+const WorkHeaderSchema = WorkItemSchema.extend({
+  config: z.unknown(),
+  role: z.unknown(),
+  model: z.unknown(),
+});
+
+/**
+ * Spawn requests as bytes, built from a cached prefix per role and model:
+ * the config, role and model of a session are the same in each of its
+ * spawns, so only the start item is serialized per spawn.
+ */
+export class WorkEncoder {
+  readonly #prefixes = new Map<string, string>();
+
+  encode(work: WorkItemInput): Uint8Array {
+    const cacheKey = `${work.roleKey}\n${work.modelKey}`;
+    let prefix = this.#prefixes.get(cacheKey);
+    if (prefix === undefined) {
+      const { start: _start, generation: _generation, readJournal: _read, ...fixed } = work;
+      prefix = JSON.stringify(fixed).slice(0, -1);
+      this.#prefixes.set(cacheKey, prefix);
+    }
+    return encoder.encode(
+      `${prefix},"start":${JSON.stringify(work.start)},"generation":${work.generation},"readJournal":${work.readJournal}}`,
+    );
+  }
+}
+
+/**
+ * Parses spawn requests. The config, role and model are checked whole the
+ * first time a session names them (by its keys, which name one value per
+ * session) and reused after, so a thousand spawns of one role cost one
+ * parse of it.
+ */
+export class WorkDecoder {
+  readonly #parts = new Map<string, unknown>();
+
+  decode(data: Uint8Array): WorkItem {
+    const header = decode(data, WorkHeaderSchema, 'A spawn request');
+    const session = header.session.id;
+    return {
+      ...header,
+      config: this.#part(`${session}\nconfig`, header.config, RemoteHostConfigSchema, 'config'),
+      role: this.#part(`${session}\nrole\n${header.roleKey}`, header.role, RoleSpecSchema, 'role'),
+      model: this.#part(
+        `${session}\nmodel\n${header.modelKey}`,
+        header.model,
+        ModelSpecSchema,
+        'model',
+      ),
+    };
+  }
+
+  #part<TSchema extends z.ZodType>(
+    key: string,
+    value: unknown,
+    schema: TSchema,
+    what: string,
+  ): z.infer<TSchema> {
+    if (this.#parts.has(key)) return this.#parts.get(key) as z.infer<TSchema>;
+    const parsed = schema.safeParse(value);
+    if (!parsed.success) {
+      throw new TroupeError(
+        'runtime.protocol',
+        `A spawn request's ${what} is invalid: ${z.prettifyError(parsed.error)}`,
+      );
+    }
+    // Bounded: a long-lived node sees many sessions; starting over costs one parse per key.
+    if (this.#parts.size >= 4096) this.#parts.clear();
+    this.#parts.set(key, parsed.data);
+    return parsed.data;
+  }
+}
+
 /** Node-level items a node sends up besides the worker protocol's. */
 export const NodeUpItemSchema = z.discriminatedUnion('type', [
   /** The node took the actor's spawn and starts it; everything of that actor comes after this. */

@@ -12,6 +12,7 @@ import {
   type MainToWorkerInput,
   type WorkerWireItem,
 } from '../protocol.js';
+import { ToolPool } from '../tool-pool.js';
 import { ensureStreams, type NatsLink, STREAMS, subjects, WORK_CONSUMER } from './nats-link.js';
 import {
   BeatSchema,
@@ -23,8 +24,8 @@ import {
   NATS_WIRE_VERSION,
   type NodeInfo,
   type Session,
+  WorkDecoder,
   type WorkItem,
-  WorkItemSchema,
 } from './node-wire.js';
 
 /** How a worker node is set up. */
@@ -37,6 +38,8 @@ export interface WorkerNodeOptions {
   threads: number;
   /** Actors the node hosts at once; it takes no more spawns past this. */
   maxActors: number;
+  /** Threads of each run's tool pool here, where its user tools run (default 2). */
+  toolThreads?: number | undefined;
   /**
    * Silence after which this node counts as dead and its actors go to other
    * nodes, in milliseconds; the node heartbeats every third of it (default 15,000).
@@ -48,6 +51,8 @@ export interface WorkerNodeOptions {
   version: string;
   /** The built worker entry (tests). */
   workerUrl?: URL | undefined;
+  /** The built tool-thread entry (tests). */
+  toolWorkerUrl?: URL | undefined;
   /** One line per notable thing (a run starts or ends, an actor is refused). */
   log?: ((line: string) => void) | undefined;
 }
@@ -74,6 +79,8 @@ interface NodeRun {
   /** The coordinator session whose actors it hosts; a later one (a resumed coordinator) replaces it. */
   session: Session;
   transport: LocalTransport;
+  /** Where the run's user tools run on this node: its threads have direct lanes to the actor threads. */
+  tools: ToolPool | undefined;
   hosts: Map<number, { load: number; defined: Set<string> }>;
   /** The current spawn of each actor id (running, waiting for a thread, or just dropped). */
   actors: Map<string, NodeActor>;
@@ -106,9 +113,13 @@ export class WorkerNode {
   readonly #runs = new Map<string, NodeRun>();
   readonly #subs: Subscription[] = [];
   readonly #hashes = new Map<string, string>();
+  readonly #work = new WorkDecoder();
   readonly #startedAt = Date.now();
   #held = 0;
-  #slotFreed: (() => void) | undefined;
+  /** Pulls waiting for a free slot. */
+  readonly #slotWaiters: (() => void)[] = [];
+  /** Spawns asked for by pulls in flight and not yet taken: room they may fill. */
+  #asked = 0;
   #stopping = false;
   #disconnected = false;
   #tick: NodeJS.Timeout | undefined;
@@ -208,7 +219,7 @@ export class WorkerNode {
   async stop(graceMs: number): Promise<void> {
     if (this.#stopping) return;
     this.#stopping = true;
-    this.#slotFreed?.();
+    this.#slotFreed();
     const deadline = Date.now() + graceMs;
     while (this.#held > 0 && Date.now() < deadline) await delay(100);
     for (const run of [...this.#runs.values()]) {
@@ -227,20 +238,28 @@ export class WorkerNode {
     await this.#link.nc.drain().catch(() => undefined);
   }
 
+  // Two pulls in flight, so the next batch is on its way while one is taken: a burst of spawns
+  // reaches the threads without a round trip to the server between batches.
   async #fetchLoop(consumer: Consumer): Promise<void> {
+    await Promise.all([this.#pull(consumer), this.#pull(consumer)]);
+  }
+
+  async #pull(consumer: Consumer): Promise<void> {
     while (!this.#stopping) {
-      const free = this.#options.maxActors - this.#held;
+      const free = this.#options.maxActors - this.#held - this.#asked;
       if (free <= 0) {
-        await new Promise<void>((resolve) => {
-          this.#slotFreed = resolve;
-        });
-        this.#slotFreed = undefined;
+        await new Promise<void>((resolve) => this.#slotWaiters.push(resolve));
         continue;
       }
+      // Small batches: nodes that pull at once share the queue instead of one taking all.
+      const asked = Math.min(free, 32);
+      this.#asked += asked;
+      let received = 0;
       try {
-        // Small batches: nodes that pull at once share the queue instead of one taking all.
-        const messages = await consumer.fetch({ max_messages: Math.min(free, 32), expires: 2000 });
+        const messages = await consumer.fetch({ max_messages: asked, expires: 2000 });
         for await (const msg of messages) {
+          received += 1;
+          this.#asked -= 1;
           if (this.#stopping) {
             msg.nak();
             continue;
@@ -250,14 +269,20 @@ export class WorkerNode {
       } catch {
         // Disconnected or the server restarts: try again shortly.
         if (!this.#stopping) await delay(250);
+      } finally {
+        this.#asked -= asked - received;
       }
     }
+  }
+
+  #slotFreed(): void {
+    for (const wake of this.#slotWaiters.splice(0)) wake();
   }
 
   #take(msg: JsMsg): void {
     let work: WorkItem;
     try {
-      work = decode(msg.data, WorkItemSchema, 'A spawn request');
+      work = this.#work.decode(msg.data);
     } catch (error) {
       this.#log(`refused a spawn: ${errorMessage(error)}`);
       msg.term();
@@ -314,7 +339,7 @@ export class WorkerNode {
           actor.dropped = true;
           run.actors.delete(actor.actorId);
           this.#held -= 1;
-          this.#slotFreed?.();
+          this.#slotFreed();
           actor.msg.nak(1000);
         }
         return;
@@ -335,6 +360,8 @@ export class WorkerNode {
     }
     run.session = session;
     run.lastBeat = Date.now();
+    // Role and model keys are the session's own: the new one's name other values.
+    for (const host of run.hosts.values()) host.defined.clear();
     this.#log(`run ${run.runId}: a resumed coordinator took over; the old one's actors stopped`);
   }
 
@@ -413,6 +440,7 @@ export class WorkerNode {
         // Pooled user tools run on the coordinator's tool pool: their calls go up like any request.
         ...(config.isolateTools === true ? { isolateTools: true } : {}),
         ...(config.unsafeNoSandbox === true ? { unsafeNoSandbox: true } : {}),
+        ...(config.sandbox === undefined ? {} : { sandbox: config.sandbox }),
         ...(config.mcp === undefined ? {} : { mcp: config.mcp }),
         // Budgeted calls reserve their room with the coordinator: the request goes up like any other.
         ...(config.budget === true ? { budget: true } : {}),
@@ -425,6 +453,7 @@ export class WorkerNode {
       runId: work.runId,
       session: work.session,
       transport,
+      tools: undefined,
       hosts: new Map(),
       actors: new Map(),
       ending: new Map(),
@@ -441,11 +470,18 @@ export class WorkerNode {
     };
     this.#runs.set(work.runId, created);
     this.#log(`run ${work.runId}: hosting its actors on ${this.#options.threads} threads`);
+    // User tools run here, on the node's own tool threads, called straight from the actor threads:
+    // a call crosses no network (only a suspect, run alone, still goes to the coordinator's pool).
+    if (config.isolateTools === true) created.tools = this.#toolPool(work, transport);
     transport.start({
       items: (hostId, items) => this.#fromHost(created, hostId, items),
-      hostDown: (hostId, error) => this.#hostDown(created, hostId, error),
+      hostDown: (hostId, error) => {
+        created.tools?.hostDown(hostId);
+        this.#hostDown(created, hostId, error);
+      },
       hostUp: (hostId) => {
         created.hosts.set(hostId, { load: 0, defined: new Set() });
+        created.tools?.hostUp(hostId);
         this.#place(created);
       },
       error: (error, fatal) => {
@@ -454,7 +490,40 @@ export class WorkerNode {
         for (const actor of created.waiting.splice(0)) this.#finish(actor, lost(error));
       },
     });
+    created.tools?.start();
     return created;
+  }
+
+  #toolPool(work: WorkItem, transport: LocalTransport): ToolPool {
+    const { config } = work;
+    return new ToolPool({
+      threads: this.#options.toolThreads ?? 2,
+      lanes: {
+        hosts: () => transport.hosts(),
+        open: (hostId, lane) =>
+          transport.sendPorts(
+            hostId,
+            { type: 'tool.lane', thread: lane.thread, port: lane.port, state: lane.state },
+            [lane.port],
+          ),
+        down: (hostId, item) => transport.send(hostId, item),
+      },
+      config: {
+        runId: work.runId,
+        workspace: this.#options.workspace ?? config.workspace,
+        ...(config.outDir === undefined ? {} : { outDir: config.outDir }),
+        grants: config.grants,
+        toolModules: config.toolModules.map((module) => module.path),
+        hasApprove: config.hasApprove,
+        ...(config.unsafeNoSandbox === true ? { unsafeNoSandbox: true } : {}),
+        ...(config.sandbox === undefined ? {} : { sandbox: config.sandbox }),
+        // Bounded before it crosses, as on the coordinator's pool.
+        maxResultChars: 64_000,
+      },
+      ...(this.#options.toolWorkerUrl === undefined
+        ? {}
+        : { workerUrl: this.#options.toolWorkerUrl }),
+    });
   }
 
   // Starts waiting actors on the least-loaded threads (an actor whose older spawn is ending waits for it).
@@ -604,7 +673,7 @@ export class WorkerNode {
     const subject = subjects.journal(actor.run.runId, journalKey(actor.work));
     const payload = encode({ responses: actor.journal });
     actor.journalWrite = actor.journalWrite
-      .then(() => this.#link.js.publish(subject, payload))
+      .then(() => this.#link.writer.publish(subject, payload))
       .catch((error: unknown) => {
         this.#log(`could not write the journal of ${actor.actorId}: ${errorMessage(error)}`);
       });
@@ -635,7 +704,7 @@ export class WorkerNode {
       actor.hostId = undefined;
     }
     this.#held -= 1;
-    this.#slotFreed?.();
+    this.#slotFreed();
   }
 
   // Stops hosting an actor without a word up: cancelled in its thread, its result (when it comes) ignored.
@@ -647,7 +716,7 @@ export class WorkerNode {
     if (actor.hostId === undefined) {
       // Not started yet (its journal is being read, or no thread is up): it ends here.
       this.#held -= 1;
-      this.#slotFreed?.();
+      this.#slotFreed();
       return;
     }
     // In its thread until its result comes back (#ended).
@@ -756,6 +825,7 @@ export class WorkerNode {
     run.up.close();
     this.#log(`run ${run.runId}: closed`);
     await run.transport.close(graceMs);
+    await run.tools?.close();
   }
 
   #onBeat(msg: Msg): void {
