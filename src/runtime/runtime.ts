@@ -123,6 +123,7 @@ export class Runtime {
         hostUp: (hostId) => this.#toolPool?.hostUp(hostId),
         error: (error, fatal) => this.#onTransportError(error, fatal),
         closedFor: (actorId) => this.#router.closedFor(actorId),
+        restarted: (actorId) => this.#router.restarted(actorId),
         journalFor: (record) =>
           record.key === undefined ? undefined : this.#journal?.entries(record.key),
       },

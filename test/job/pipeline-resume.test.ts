@@ -150,3 +150,74 @@ describe('a resumed pipeline', () => {
     expectWellFormed(second.events);
   });
 });
+
+describe('a publisher retried after its thread died', () => {
+  it('is not delivered twice: what it publishes again as it replays its journal reaches nobody again', async () => {
+    const workspace = mkdtempSync(join(tmpdir(), 'troupe-pipeline-retry-'));
+    dirs.push(workspace);
+    const journal = new FileJournal(join(workspace, 'journal.jsonl'), {
+      runId: 'run-t',
+      task: 't',
+    });
+    const crier = defineRole({
+      name: 'crier',
+      description: 'c',
+      system: 'c',
+      tools: ['exit_process'],
+      publishes: [findingsChannel],
+      retry: { maxRetries: 2, backoffMs: 0, maxRestarts: 5, periodMs: 60_000 },
+    });
+    const { runtime, events } = makeRuntime({
+      roles: [crier],
+      workspace,
+      runId: 'run-t',
+      threads: 1,
+      // In the actors' own thread, so exit_process takes it down with both actors.
+      toolIsolation: 'thread',
+      journal,
+      model: {
+        provider: 'scripted',
+        script: {
+          steps: [
+            {
+              match: { role: 'crier', lastUserContains: 'go' },
+              toolCalls: [{ name: 'publish_findings', arguments: finding('solar') }],
+              repeat: true,
+            },
+            {
+              match: { role: 'crier', lastToolResultContains: 'Published' },
+              toolCalls: [{ name: 'exit_process' }],
+              repeat: true,
+            },
+            {
+              match: { role: 'crier', lastToolResultIsError: true },
+              content: 'crier done',
+              repeat: true,
+            },
+            {
+              match: { role: 'analyst', lastUserContains: 'closed' },
+              content: 'analysis done',
+              repeat: true,
+            },
+            { match: { role: 'analyst' }, content: 'noted', repeat: true },
+          ],
+        },
+      },
+    });
+    const published = runtime.spawn('crier', 'go');
+    const analyst = runtime.spawn('analyst', 'Analyse the findings as they arrive.');
+    expect(await published.result).toMatchObject({ status: 'completed', final: 'crier done' });
+    expect(await analyst.result).toMatchObject({ status: 'completed', final: 'analysis done' });
+    await runtime.close();
+    journal.close();
+
+    expect(ofType(events, 'agent.progress').length).toBeGreaterThanOrEqual(1);
+    expect(ofType(events, 'message.sent').map((event) => event.messageId)).toEqual(['crier-1/m1']);
+    const reads = ofType(events, 'message.received').filter((event) => event.role === 'analyst');
+    expect(new Set(reads.map((event) => event.messageId))).toEqual(new Set(['crier-1/m1']));
+    expect(
+      ofType(events, 'journal.diverged').filter((event) => event.agentId === 'crier-1'),
+    ).toEqual([]);
+    expectWellFormed(events);
+  });
+});

@@ -17,6 +17,8 @@ export interface SchedulerEvents {
   error(error: TroupeError, fatal: boolean): void;
   /** Channels already closed for an actor (a (re)started attempt is told again). */
   closedFor(actorId: string): readonly string[];
+  /** An actor starts an attempt after its first (its publications made again are not delivered again). */
+  restarted(actorId: string): void;
   /** What the run's journal holds for an actor, replayed by a (re)started attempt. */
   journalFor(record: ActorRecord): readonly JournalEntry[] | undefined;
 }
@@ -175,6 +177,7 @@ export class Scheduler {
     record.hostId = hostId;
     record.attempt += 1;
     this.#load.set(hostId, (this.#load.get(hostId) ?? 0) + 1);
+    if (record.attempt > 1) this.#events.restarted(record.id);
     const send = (item: MainToWorkerInput): void => this.#transport.send(hostId, item);
     const journal = this.#events.journalFor(record);
     send({

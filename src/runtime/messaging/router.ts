@@ -33,6 +33,17 @@ interface Subscriber {
   closed: Set<string>;
 }
 
+interface RoleEntry {
+  publishes: string[];
+  subscriber: Subscriber | undefined;
+  /** Its accepted publications, in order. */
+  published: PublishedMessage[];
+  /** What each publication was answered. */
+  answers: PublishAnswer[];
+  /** After a restart: how many of its earlier publications it has made again (see `restarted`). */
+  again: number | undefined;
+}
+
 /**
  * Routes channel messages between actors, wherever they run. A payload is
  * validated against the channel's zod schema before anything is delivered;
@@ -46,10 +57,7 @@ export class Router {
   readonly #channels = new Map<string, AnyChannel>();
   readonly #publishers = new Map<string, Set<string>>();
   readonly #subscribers = new Map<string, Map<string, Subscriber>>();
-  readonly #roles = new Map<
-    string,
-    { publishes: string[]; subscriber: Subscriber | undefined; published: PublishedMessage[] }
-  >();
+  readonly #roles = new Map<string, RoleEntry>();
 
   constructor(delivery: RouterDelivery) {
     this.#delivery = delivery;
@@ -98,6 +106,8 @@ export class Router {
       publishes: publishes.map((channel) => channel.name),
       subscriber,
       published: [],
+      answers: [],
+      again: undefined,
     });
   }
 
@@ -113,6 +123,8 @@ export class Router {
       publishes: publishes.map((channel) => channel.name),
       subscriber: undefined,
       published: [],
+      answers: [],
+      again: undefined,
     });
   }
 
@@ -182,6 +194,8 @@ export class Router {
 
     // Numbered per publisher, so a resumed publisher's replayed publication
     // gets the same id (and its tool result the same text) as the first time.
+    const again = this.#again(entry, channelName, valid.payload);
+    if (again !== undefined) return again;
     const messageId = `${from}/m${entry.published.length + 1}`;
     const content = formatChannelMessage(channelName, from, valid.payload);
     const targets = [...(this.#subscribers.get(channelName)?.values() ?? [])].filter(
@@ -210,17 +224,53 @@ export class Router {
         });
       }),
     );
-    if (refused.length > 0) {
-      return {
-        ok: false,
-        code: 'mailbox.full',
-        message: `Published ${messageId} to ${delivered} subscriber${delivered === 1 ? '' : 's'}, but it was refused by ${refused.join('; ')}.`,
-      };
+    const answer: PublishAnswer =
+      refused.length > 0
+        ? {
+            ok: false,
+            code: 'mailbox.full',
+            message: `Published ${messageId} to ${delivered} subscriber${delivered === 1 ? '' : 's'}, but it was refused by ${refused.join('; ')}.`,
+          }
+        : {
+            ok: true,
+            message: `Published ${messageId} on "${channelName}" to ${delivered} subscriber${delivered === 1 ? '' : 's'}.`,
+          };
+    entry.answers.push(answer);
+    return answer;
+  }
+
+  /**
+   * An actor starts another attempt in this run (its thread died, or it is
+   * retried): as it replays its journal it publishes again what it published
+   * before. Those publications, made again in the same order with the same
+   * payloads, are not delivered a second time (every subscriber has them,
+   * and a restarted subscriber reads them again from its own log); each gets
+   * the answer it got the first time, so the publisher's history is as
+   * before. The first publication that differs is delivered as new, and so
+   * is everything after it.
+   */
+  restarted(actorId: string): void {
+    const entry = this.#roles.get(actorId);
+    if (entry !== undefined && entry.published.length > 0) entry.again = 0;
+  }
+
+  // The earlier answer when this publication is one a restarted publisher made before; else undefined.
+  #again(entry: RoleEntry, channel: string, payload: unknown): PublishAnswer | undefined {
+    const index = entry.again;
+    if (index === undefined) return undefined;
+    const earlier = entry.published[index];
+    const answer = entry.answers[index];
+    if (
+      earlier === undefined ||
+      answer === undefined ||
+      earlier.channel !== channel ||
+      JSON.stringify(earlier.payload) !== JSON.stringify(payload)
+    ) {
+      entry.again = undefined;
+      return undefined;
     }
-    return {
-      ok: true,
-      message: `Published ${messageId} on "${channelName}" to ${delivered} subscriber${delivered === 1 ? '' : 's'}.`,
-    };
+    entry.again = index + 1 < entry.published.length ? index + 1 : undefined;
+    return answer;
   }
 
   /** The channels already closed for a subscriber (a restarted actor is told again). */

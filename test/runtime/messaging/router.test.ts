@@ -34,6 +34,48 @@ describe('Router', () => {
     ]);
   });
 
+  it('does not deliver again what a restarted publisher publishes again, and answers it as the first time', async () => {
+    const { log, router, mailbox } = world();
+    router.addActor('writer-1', [notes], [], mailbox('writer-1'));
+    router.addActor('reader-1', [], [notes], mailbox('reader-1'));
+    const first = await router.publish('writer-1', 'notes', { text: 'one' });
+    const second = await router.publish('writer-1', 'notes', { text: 'two' });
+    log.length = 0;
+
+    router.restarted('writer-1');
+    expect(await router.publish('writer-1', 'notes', { text: 'one' })).toEqual(first);
+    expect(await router.publish('writer-1', 'notes', { text: 'two' })).toEqual(second);
+    expect(log).toEqual([]);
+    // Past what it published before: new, delivered.
+    expect(await router.publish('writer-1', 'notes', { text: 'three' })).toMatchObject({
+      ok: true,
+      message: expect.stringContaining('writer-1/m3'),
+    });
+    expect(log).toEqual([
+      'sent writer-1 notes writer-1/m3',
+      'deliver reader-1 [message on channel "notes" from writer-1]\n{"text":"three"}',
+    ]);
+  });
+
+  it("delivers as new a restarted publisher's publication that differs from its earlier one, and all after it", async () => {
+    const { log, router, mailbox } = world();
+    router.addActor('writer-1', [notes], [], mailbox('writer-1'));
+    router.addActor('reader-1', [], [notes], mailbox('reader-1'));
+    await router.publish('writer-1', 'notes', { text: 'one' });
+    await router.publish('writer-1', 'notes', { text: 'two' });
+    log.length = 0;
+
+    router.restarted('writer-1');
+    await router.publish('writer-1', 'notes', { text: 'other' });
+    await router.publish('writer-1', 'notes', { text: 'two' });
+    expect(log).toEqual([
+      'sent writer-1 notes writer-1/m3',
+      'deliver reader-1 [message on channel "notes" from writer-1]\n{"text":"other"}',
+      'sent writer-1 notes writer-1/m4',
+      'deliver reader-1 [message on channel "notes" from writer-1]\n{"text":"two"}',
+    ]);
+  });
+
   it('refuses an invalid payload to the sender and delivers nothing', async () => {
     const { log, router, mailbox } = world();
     router.addActor('writer-1', [notes], [], mailbox('writer-1'));
