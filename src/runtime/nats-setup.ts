@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { errorMessage, TroupeError } from '../errors.js';
 import { hostConfigOf } from './pool-transport.js';
+import { type StoredResult, StoredResultSchema, writeStoredResult } from './resume/result-store.js';
 import type { RuntimeOptions } from './runtime-options.js';
 import type { NatsConnectOptions } from './wire/nats/nats-link.js';
 import type { NatsTransport, NatsTransportOptions } from './wire/nats/nats-transport.js';
@@ -37,15 +39,20 @@ export async function createNatsTransport(
     ...rest,
     toolModules: toolModules.map((path) => ({ path, sha256: sha256Of(path) })),
   };
-  const [{ connectNats, ensureStreams, purgeWork }, { NatsTransport }] = await Promise.all([
-    import('./wire/nats/nats-link.js'),
-    import('./wire/nats/nats-transport.js'),
-  ]);
+  const [{ connectNats, ensureStreams, purgeWork, readResults }, { NatsTransport }] =
+    await Promise.all([
+      import('./wire/nats/nats-link.js'),
+      import('./wire/nats/nats-transport.js'),
+    ]);
   const link = await connectNats({ url: nats.url, name: `troupe run ${runId}`, env: nats.env });
   try {
     await ensureStreams(link, nats.deadAfterMs ?? 15_000);
     // A resumed run queues its own spawns: the ones its killed coordinator left are stale.
     if (nats.resume === true) await purgeWork(link, runId);
+    // Resumed where its run folder lacks them (another machine): finished results come from NATS.
+    if (nats.resume === true && options.results !== undefined) {
+      restoreResults(options.results.dir, await readResults(link, runId));
+    }
   } catch (error) {
     await link.nc.close();
     throw error;
@@ -103,6 +110,20 @@ export async function listNodes(
     await link.nc.close();
   }
   return nodes.sort((a, b) => a.node.localeCompare(b.node));
+}
+
+// Writes the results kept on NATS that the run folder lacks; an unreadable one is skipped (it runs again).
+function restoreResults(dir: string, payloads: readonly Uint8Array[]): void {
+  const decoder = new TextDecoder();
+  for (const payload of payloads) {
+    let stored: StoredResult;
+    try {
+      stored = StoredResultSchema.parse(JSON.parse(decoder.decode(payload)));
+    } catch {
+      continue;
+    }
+    if (!existsSync(join(dir, `${stored.key}.json`))) writeStoredResult(dir, stored);
+  }
 }
 
 function sha256Of(path: string): string {

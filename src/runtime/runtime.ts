@@ -93,6 +93,8 @@ export class Runtime {
         : new ResultStore({
             ...options.results,
             redact: createRedactor(options.env ?? process.env),
+            // A transport that keeps results beyond this machine (NATS) gets each one too.
+            mirror: options.transport?.storeResult?.bind(options.transport),
           });
     this.#journal = options.journal;
     this.#keys =

@@ -40,16 +40,24 @@ export class ResultStore {
   readonly reuse: boolean;
   readonly #keys = new SpawnKeys();
   readonly #redact: (text: string) => string;
+  readonly #mirror: ((key: string, stored: StoredResult) => void) | undefined;
 
   /**
    * `redact` (default: the secrets of `process.env` and well-known key
    * shapes) runs over every string stored: a key the model read in a
    * workspace document must not end up on disk in plain text.
    */
-  constructor(options: { dir: string; reuse: boolean; redact?: (text: string) => string }) {
+  constructor(options: {
+    dir: string;
+    reuse: boolean;
+    redact?: (text: string) => string;
+    /** Also keeps each stored result elsewhere (a NATS run's JetStream stream), already redacted. */
+    mirror?: ((key: string, stored: StoredResult) => void) | undefined;
+  }) {
     this.dir = options.dir;
     this.reuse = options.reuse;
     this.#redact = options.redact ?? createRedactor();
+    this.#mirror = options.mirror;
   }
 
   /** The key of the next spawn of (role, task) under a parent whose key is `parentKey`. */
@@ -102,10 +110,20 @@ export class ResultStore {
       },
       ...(published.length === 0 ? {} : { published: [...published] }),
     };
-    mkdirSync(this.dir, { recursive: true });
-    const path = join(this.dir, `${key}.json`);
-    const temporary = `${path}.${process.pid}.tmp`;
-    writeFileSync(temporary, `${JSON.stringify(redactStrings(stored, this.#redact), null, 2)}\n`);
-    renameSync(temporary, path);
+    const redacted = redactStrings(stored, this.#redact) as StoredResult;
+    writeStoredResult(this.dir, redacted);
+    this.#mirror?.(key, redacted);
   }
+}
+
+/**
+ * Writes a stored result as `<dir>/<key>.json`, atomically (a reader never
+ * sees half a file); also how results kept elsewhere are restored.
+ */
+export function writeStoredResult(dir: string, stored: StoredResult): void {
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, `${stored.key}.json`);
+  const temporary = `${path}.${process.pid}.tmp`;
+  writeFileSync(temporary, `${JSON.stringify(stored, null, 2)}\n`);
+  renameSync(temporary, path);
 }

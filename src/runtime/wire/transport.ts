@@ -48,6 +48,12 @@ export interface Transport {
   sendPorts?(hostId: number, item: MainToWorkerInput, ports: readonly MessagePort[]): boolean;
   /** True when a host looks busy or stuck (its heartbeat is late): placement avoids it while others are not. Optional. */
   late?(hostId: number): boolean;
+  /**
+   * Keeps a finished actor's stored result (already redacted) where a
+   * coordinator resumed on another machine finds it. Optional: without it
+   * results live only in the run folder.
+   */
+  storeResult?(key: string, stored: object): void;
   /** Asks every host to shut down, waits up to `graceMs`, then stops what is left. */
   close(graceMs: number): Promise<void>;
 }

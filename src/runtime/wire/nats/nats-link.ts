@@ -14,6 +14,8 @@ export const STREAMS = {
   work: 'TROUPE_WORK',
   /** Actors' journals: the last message per subject holds an actor's model responses. */
   journal: 'TROUPE_JOURNAL',
+  /** Finished actors' stored results: the last message per subject holds one, for a resume elsewhere. */
+  results: 'TROUPE_RESULTS',
 } as const;
 
 /** The durable pull consumer every worker node takes work from. */
@@ -31,6 +33,8 @@ export const subjects = {
   beat: (runId: string): string => `troupe.run.${token(runId)}.beat`,
   beatAll: 'troupe.run.*.beat',
   journal: (runId: string, key: string): string => `troupe.journal.${token(runId)}.${token(key)}`,
+  result: (runId: string, key: string): string => `troupe.results.${token(runId)}.${token(key)}`,
+  results: (runId: string): string => `troupe.results.${token(runId)}.>`,
   nodesPing: 'troupe.nodes.ping',
   nodesBeat: 'troupe.nodes.beat',
 };
@@ -173,6 +177,17 @@ export async function ensureStreams(link: NatsLink, deadAfterMs: number): Promis
       }),
     () => link.jsm.streams.info(STREAMS.journal),
   );
+  await ensure(
+    () =>
+      link.jsm.streams.add({
+        name: STREAMS.results,
+        subjects: ['troupe.results.>'],
+        storage: StorageType.File,
+        max_msgs_per_subject: 1,
+        max_age: maxAge,
+      }),
+    () => link.jsm.streams.info(STREAMS.results),
+  );
   const consumer = {
     durable_name: WORK_CONSUMER,
     ack_policy: AckPolicy.Explicit,
@@ -187,6 +202,25 @@ export async function ensureStreams(link: NatsLink, deadAfterMs: number): Promis
     () => link.jsm.consumers.add(STREAMS.work, consumer),
     () => link.jsm.consumers.update(STREAMS.work, WORK_CONSUMER, { ack_wait: consumer.ack_wait }),
   );
+}
+
+/** The stored results of a run's finished actors (raw payloads, one per actor key). */
+export async function readResults(link: NatsLink, runId: string): Promise<Uint8Array[]> {
+  const info = await link.jsm.streams.info(STREAMS.results, {
+    subjects_filter: subjects.results(runId),
+  });
+  const names = Object.keys(info.state.subjects ?? {});
+  const payloads: Uint8Array[] = [];
+  // A few at a time: a run of thousands of actors asks in slices, not all at once.
+  for (let index = 0; index < names.length; index += 64) {
+    const slice = await Promise.all(
+      names
+        .slice(index, index + 64)
+        .map((subject) => link.jsm.streams.getMessage(STREAMS.results, { last_by_subj: subject })),
+    );
+    for (const stored of slice) if (stored !== null) payloads.push(stored.data);
+  }
+  return payloads;
 }
 
 /** Removes a run's spawns that no node has taken from the work queue. */

@@ -106,6 +106,8 @@ export class NatsTransport implements Transport {
   #nextRequest = 1;
   #tick: NodeJS.Timeout | undefined;
   #lastTick = Date.now();
+  /** Result writes under way: close waits for them (within its grace). */
+  readonly #storing = new Set<Promise<unknown>>();
 
   constructor(options: NatsTransportOptions) {
     this.#link = options.link;
@@ -218,6 +220,24 @@ export class NatsTransport implements Transport {
     }
   }
 
+  // In the run's results stream, so a coordinator resumed on another machine reuses it (see readResults).
+  storeResult(key: string, stored: object): void {
+    if (this.#link.nc.isClosed()) return;
+    const write = this.#link.writer
+      .publish(subjects.result(this.#runId, key), encode(stored))
+      .catch((error: unknown) => {
+        this.#handlers?.error(
+          new TroupeError(
+            'runtime.protocol',
+            `Could not keep the result of ${key} on NATS at ${this.#link.where} (a resume elsewhere runs it again): ${errorMessage(error)}`,
+          ),
+          false,
+        );
+      })
+      .finally(() => this.#storing.delete(write));
+    this.#storing.add(write);
+  }
+
   terminate(_hostId: number, reason: string, actorId?: string): void {
     const actor = actorId === undefined ? undefined : this.#actors.get(actorId);
     if (actor === undefined) return;
@@ -241,6 +261,7 @@ export class NatsTransport implements Transport {
     for (const sub of this.#subs) sub.unsubscribe();
     if (!nc.isClosed()) {
       const cleanup = (async () => {
+        await Promise.all(this.#storing);
         await nc.flush();
         // Spawns nobody took are the run's own: they go with it.
         await purgeWork(this.#link, this.#runId);
