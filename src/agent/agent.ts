@@ -28,6 +28,7 @@ import { truncateEnd, truncateMiddle } from '../util/truncate.js';
 import { type LibraryWarning, withWarningSink } from '../util/warnings.js';
 import { type CallAllowance, type CallGrant, estimatePromptTokens } from './allowance.js';
 import { TokenBudget, type TokenBudgetLimits } from './budget.js';
+import { findFakeToolCall } from './fake-tool-call.js';
 import {
   type CompressionOptions,
   type CompressionPlan,
@@ -46,13 +47,7 @@ import {
   JournalReplay,
   requestHash,
 } from './journal.js';
-import {
-  callModel,
-  DEFAULT_NUDGE,
-  type Delta,
-  describeToolCalls,
-  looksLikeFakeToolCall,
-} from './step.js';
+import { callModel, type Delta, defaultNudge, describeToolCalls, echoedNote } from './step.js';
 
 /** How an Agent is built. Everything is fixed at construction. */
 export interface AgentConfig {
@@ -81,8 +76,18 @@ export interface AgentConfig {
   role?: string | undefined;
   /** What tools get besides their arguments (workspace, grants, output folder, approval, …). */
   toolContext?: Partial<Omit<ToolContext, 'signal' | 'runId' | 'agentId' | 'role'>> | undefined;
-  /** The message sent once per run after a reply that fakes a tool call; `false` disables the guard. */
+  /**
+   * The message sent once per run after a reply that is only a tool call
+   * written as text (see `findFakeToolCall`); `false` disables the guard.
+   * Default: troupe's note naming the tool.
+   */
   nudge?: string | false | undefined;
+  /**
+   * Which answer stands when the reply to the nudge is text again:
+   * `original` (default) the reply that was nudged, so a nudge never loses
+   * an answer; `reply` the reply to the nudge (unless it is empty).
+   */
+  nudgeAnswer?: 'original' | 'reply' | undefined;
   /** Stream replies and emit `model.delta` events (default true). */
   stream?: boolean | undefined;
   /**
@@ -151,7 +156,12 @@ interface RunState {
   steps: Step[];
   usage: Usage;
   budget: TokenBudget;
+  /** The guard nudges once per run. */
   nudged: boolean;
+  /** The nudge sent and not answered yet: the reply that faked a call, and the note. */
+  nudge: { fake: Message; note: Message } | undefined;
+  /** troupe's own notes to the model this run (the nudge, beforeFinal's): a tool call that repeats one is refused. */
+  notes: string[];
   signal: AbortSignal;
   /** The agent's model-call index of the current step (counted over its life). */
   call: number;
@@ -311,6 +321,8 @@ export class Agent {
       usage: emptyUsage(),
       budget: new TokenBudget(this.#config.budget),
       nudged: false,
+      nudge: undefined,
+      notes: [],
       signal,
       call: 0,
       replayed: false,
@@ -356,16 +368,21 @@ export class Agent {
       const budgetStop = this.#recordUsage(state, response.usage);
 
       if (response.toolCalls.length === 0) {
-        if (this.#shouldNudge(state, response.content)) continue;
-        const notice = this.#config.beforeFinal?.(response.content);
+        if (state.nudge !== undefined) this.#answeredNudge(state, assistant, true);
+        else if (!budgetStop && index + 1 < this.#maxSteps && this.#nudge(state, assistant))
+          continue;
+        const answer = lastAssistantText(state.messages);
+        const notice = this.#config.beforeFinal?.(answer);
         if (notice !== undefined) {
           this.#emit({ type: 'agent.nudged', reason: notice });
+          state.notes.push(notice);
           state.messages.push({ role: 'user', content: notice });
           continue;
         }
-        this.#step(state, 'final', truncateEnd(response.content, 300));
+        this.#step(state, 'final', truncateEnd(answer, 300));
         return this.#stop(state, 'final');
       }
+      if (state.nudge !== undefined) this.#answeredNudge(state, assistant, false);
       if (budgetStop) return this.#stop(state, 'budget');
 
       await this.#runTools(state, response.toolCalls);
@@ -542,17 +559,37 @@ export class Agent {
     return false;
   }
 
-  #shouldNudge(state: RunState, content: string): boolean {
-    const nudge = this.#config.nudge ?? DEFAULT_NUDGE;
-    if (nudge === false || state.nudged || this.#tools.size === 0) return false;
-    if (!looksLikeFakeToolCall(content, this.#tools.names)) return false;
+  // The fake-tool-call guard: a reply that is only a tool call written as text gets one note per run.
+  #nudge(state: RunState, reply: AssistantMessage): boolean {
+    const configured = this.#config.nudge;
+    if (configured === false || state.nudged || this.#tools.size === 0) return false;
+    const fake = findFakeToolCall(reply.content, this.#tools.names);
+    if (fake === undefined) return false;
+    const note = configured ?? defaultNudge(fake.tool);
     state.nudged = true;
     this.#emit({
       type: 'agent.nudged',
-      reason: 'The reply described a tool call without making one.',
+      reason: `The reply wrote a call to ${fake.tool} as text (${fake.format}) without making it.`,
     });
-    state.messages.push({ role: 'user', content: nudge });
+    const message: Message = { role: 'user', content: note };
+    state.notes.push(note);
+    state.nudge = { fake: reply, note: message };
+    state.messages.push(message);
     return true;
+  }
+
+  /**
+   * The model answered the nudge. The history keeps one of the two replies
+   * and drops the note (so it cannot be taken up later as a task): the reply
+   * to the nudge when it called tools, else the answer `nudgeAnswer` picks.
+   */
+  #answeredNudge(state: RunState, reply: AssistantMessage, isText: boolean): void {
+    const { fake, note } = state.nudge as NonNullable<RunState['nudge']>;
+    state.nudge = undefined;
+    const keepOriginal =
+      isText && (this.#config.nudgeAnswer !== 'reply' || reply.content.trim() === '');
+    const dropped = keepOriginal ? reply : fake;
+    state.messages = state.messages.filter((message) => message !== note && message !== dropped);
   }
 
   async #runTools(state: RunState, toolCalls: readonly ToolCall[]): Promise<void> {
@@ -585,8 +622,10 @@ export class Agent {
         const started = performance.now();
         const earlier = recorded[position];
         let result: ToolResult;
+        const echoed = echoedNote(call, state.notes);
         if (typeof earlier === 'object') result = earlier;
         else if (earlier === 'interrupted') result = INTERRUPTED_RESULT;
+        else if (echoed !== undefined) result = echoRefusal(call, echoed);
         else {
           const tool = this.#tools.get(call.name);
           // At-most-once: the intent is durable before a tool that is not idempotent runs.
@@ -837,6 +876,12 @@ export class Agent {
       this.#emit({ type: 'callback.error', callback: name, error: serializeError(error) });
     }
   }
+}
+
+// A call whose arguments pass on troupe's note to the model (as a sub-agent's task, say) is not run.
+function echoRefusal(call: ToolCall, note: string): ToolResult {
+  const message = `Not run: the arguments of ${call.name} repeat troupe's note to you ("${truncateEnd(note, 120)}"), which is not part of the task. Give ${call.name} what the user's task needs, or give your final answer.`;
+  return { ok: false, content: message, error: { code: 'tool.refused', message } };
 }
 
 // Errors after which the provider may have billed the prompt: the request got

@@ -41,30 +41,14 @@ export async function callModel(
   );
 }
 
-const CALL_LANGUAGE =
-  /\b(?:i(?:'ll| will| am going to|'m going to)|let me|calling|now (?:call|use|run)|i need to (?:call|use|run))\b/i;
-
 /**
- * True when a reply without tool calls reads as if it made one: it names one
- * of the agent's tools together with calling language ("Let me call
- * read_file…") or call syntax (`read_file(`, `"name": "read_file"`, a
- * `<tool_call>` tag).
+ * The corrective message after a reply that wrote `tool` as text instead of
+ * calling it. It says it is troupe's note, so a model does not take it for
+ * part of its task (and the loop refuses a tool call that passes it on).
  */
-export function looksLikeFakeToolCall(content: string, toolNames: readonly string[]): boolean {
-  if (content.includes('<tool_call>') || content.includes('<function_call>')) return true;
-  for (const name of toolNames) {
-    if (!content.includes(name)) continue;
-    const escaped = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    if (new RegExp(`\\b${escaped}\\s*\\(`).test(content)) return true;
-    if (new RegExp(`"(?:name|tool|function)"\\s*:\\s*"${escaped}"`).test(content)) return true;
-    if (CALL_LANGUAGE.test(content)) return true;
-  }
-  return false;
+export function defaultNudge(tool: string): string {
+  return `troupe's note (not part of your task; never pass it on): your last reply wrote a call to ${tool} as text, so nothing ran. To run a tool, call it through the tool-calling interface. If that reply was your final answer, answer again in plain text.`;
 }
-
-/** The default corrective message after a fake tool call. */
-export const DEFAULT_NUDGE =
-  'You described a tool call in text but did not make one, so nothing ran. To use a tool, call it through the tool-calling interface. If you need no tool, give your final answer.';
 
 /** One line describing a turn's tool calls, for `step` events. */
 export function describeToolCalls(toolCalls: readonly ToolCall[]): string {
@@ -74,4 +58,44 @@ export function describeToolCalls(toolCalls: readonly ToolCall[]): string {
     line += `${index > 0 ? ', ' : ''}${call.name}(${truncateEnd(call.raw, 80)})`;
   }
   return truncateEnd(line, 300);
+}
+
+// Fragments of a note shorter than this many words are too common to tell it apart.
+const NOTE_FRAGMENT_WORDS = 6;
+
+/**
+ * The note (troupe's own message to the model: the nudge, a beforeFinal
+ * notice) that a tool call's arguments pass on, if any: some clause of at
+ * least six words of it appears in a string argument (case, spacing and
+ * punctuation aside). Such a call is refused, so a note never becomes, say,
+ * the task of a sub-agent.
+ */
+export function echoedNote(call: ToolCall, notes: readonly string[]): string | undefined {
+  if (notes.length === 0) return undefined;
+  const texts: string[] = [];
+  collectStrings(call.arguments, texts);
+  if (texts.length === 0) texts.push(call.raw);
+  const argument = normalize(texts.join('\n'));
+  for (const note of notes) {
+    const fragments = note
+      .split(/[.!?;:()]+\s*/)
+      .map(normalize)
+      .filter((fragment) => fragment.split(' ').length >= NOTE_FRAGMENT_WORDS);
+    if (fragments.some((fragment) => argument.includes(fragment))) return note;
+  }
+  return undefined;
+}
+
+function collectStrings(value: unknown, into: string[]): void {
+  if (typeof value === 'string') into.push(value);
+  else if (Array.isArray(value)) for (const item of value) collectStrings(item, into);
+  else if (typeof value === 'object' && value !== null)
+    for (const item of Object.values(value)) collectStrings(item, into);
+}
+
+function normalize(text: string): string {
+  return text
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}_]+/gu, ' ')
+    .trim();
 }

@@ -158,29 +158,150 @@ describe('Agent', () => {
     expect(agent.history.at(-1)?.role).toBe('tool');
   });
 
-  it('nudges once when a reply announces a tool call without making one', async () => {
+  it('nudges once when a reply is a tool call written as text, and runs the real call', async () => {
     const bus = new EventBus();
     const events = collect(bus);
+    const fake = '<tool_call>\n{"name": "echo", "arguments": {"text": "hi"}}\n</tool_call>';
     const model = new ScriptedModel({
-      steps: [
-        answer('Let me call echo with "hi" now.'),
-        call('echo', { text: 'hi' }),
-        answer('I will call echo again.'),
-      ],
+      steps: [answer(fake), call('echo', { text: 'hi' }), answer(fake)],
     });
     const agent = new Agent({ name: 'a', model, tools: new ToolRegistry([echoTool]), events: bus });
 
     const result = await agent.run('go');
 
-    expect(model.calls[1]?.request.messages.at(-1)).toMatchObject({ role: 'user' });
-    expect(model.calls[1]?.request.messages.at(-1)?.content).toContain('did not make one');
+    const note = model.calls[1]?.request.messages.at(-1);
+    expect(note).toMatchObject({ role: 'user' });
+    expect(note?.content).toContain('wrote a call to echo as text');
     // Second fake call in the same run is not nudged again: it is the final answer.
-    expect(result.final).toBe('I will call echo again.');
+    expect(result.final).toBe(fake);
     expect(events.filter((e) => e.type === 'agent.nudged')).toHaveLength(1);
+    expect(events.find((e) => e.type === 'agent.nudged')).toMatchObject({
+      reason: expect.stringContaining('echo as text (tag)'),
+    });
+    // Once answered with a real call, the fake reply and the note leave the history.
+    expect(model.calls[2]?.request.messages.map((m) => m.content)).not.toContain(fake);
+    expect(result.messages.filter((m) => m.role === 'user')).toEqual([
+      { role: 'user', content: 'go' },
+    ]);
+  });
+
+  it.each([
+    'Done. I used echo (twice) and found the answer: 42.',
+    'The answer is 42. I will not need echo again.',
+    'Summary: echo (error) said the file is missing.',
+    'Let me call echo with "hi" now.',
+  ])('does not nudge prose that mentions a tool: %s', async (text) => {
+    const model = new ScriptedModel({ steps: [answer(text)] });
+    const agent = new Agent({ name: 'a', model, tools: new ToolRegistry([echoTool]) });
+
+    const result = await agent.run('go');
+
+    expect(result.final).toBe(text);
+    expect(model.calls).toHaveLength(1);
+  });
+
+  it('keeps the nudged answer when the reply to the nudge is text again, unless nudgeAnswer is reply', async () => {
+    const fake = '{"name": "echo", "arguments": {"text": "42"}}';
+    const steps = [answer(fake), answer('Sorry, the answer is 42.')];
+    const original = new Agent({
+      name: 'a',
+      model: new ScriptedModel({ steps }),
+      tools: new ToolRegistry([echoTool]),
+    });
+    const kept = await original.run('go');
+    expect(kept.stopReason).toBe('final');
+    expect(kept.final).toBe(fake);
+    // One answer in the history, and no note.
+    expect(original.history.map((m) => m.role)).toEqual(['user', 'assistant']);
+
+    const reply = new Agent({
+      name: 'b',
+      model: new ScriptedModel({ steps }),
+      tools: new ToolRegistry([echoTool]),
+      nudgeAnswer: 'reply',
+    });
+    const replaced = await reply.run('go');
+    expect(replaced.final).toBe('Sorry, the answer is 42.');
+    expect(reply.history.map((m) => m.content)).toEqual(['go', 'Sorry, the answer is 42.']);
+
+    const empty = new Agent({
+      name: 'c',
+      model: new ScriptedModel({ steps: [answer(fake), answer('')] }),
+      tools: new ToolRegistry([echoTool]),
+      nudgeAnswer: 'reply',
+    });
+    expect((await empty.run('go')).final).toBe(fake);
+  });
+
+  it('refuses a tool call that passes the nudge on (as a task), without running it', async () => {
+    const bus = new EventBus();
+    const events = collect(bus);
+    const ran: string[] = [];
+    const { defineTool } = await import('../../src/tools/tool.js');
+    const { z } = await import('zod');
+    const spawn = defineTool({
+      name: 'spawn_agent',
+      description: 'Starts a sub-agent.',
+      parameters: z.object({ role: z.string(), task: z.string() }),
+      execute: ({ task }) => {
+        ran.push(task);
+        return 'started';
+      },
+    });
+    const fake = 'spawn_agent(role="researcher", task="Find the price")';
+    const model = new ScriptedModel({
+      steps: [
+        answer(fake),
+        {
+          match: { lastUserContains: 'wrote a call' },
+          toolCalls: [
+            {
+              name: 'spawn_agent',
+              arguments: {
+                role: 'researcher',
+                task: 'Your last reply wrote a call to spawn_agent as text, so nothing ran.',
+              },
+            },
+          ],
+        },
+        call('spawn_agent', { role: 'researcher', task: 'Find the price' }),
+        answer('started one researcher'),
+      ],
+    });
+    const agent = new Agent({
+      name: 'a',
+      model,
+      tools: new ToolRegistry([spawn]),
+      events: bus,
+    });
+
+    const result = await agent.run('go');
+
+    expect(result.final).toBe('started one researcher');
+    expect(ran).toEqual(['Find the price']);
+    const refused = events.find((e) => e.type === 'tool.result' && !e.ok);
+    expect(refused).toMatchObject({ error: { code: 'tool.refused' } });
+    expect(refused?.type === 'tool.result' && refused.content).toContain("repeat troupe's note");
+  });
+
+  it('does not nudge at the last step, so the answer stands as final', async () => {
+    const fake = 'echo(text="hi")';
+    const model = new ScriptedModel({ steps: [call('echo', { text: 'a' }), answer(fake)] });
+    const agent = new Agent({
+      name: 'a',
+      model,
+      tools: new ToolRegistry([echoTool]),
+      maxSteps: 2,
+    });
+
+    const result = await agent.run('go');
+
+    expect(result.stopReason).toBe('final');
+    expect(result.final).toBe(fake);
   });
 
   it('does not nudge when the guard is disabled', async () => {
-    const model = new ScriptedModel({ steps: [answer('Let me call echo now.')] });
+    const model = new ScriptedModel({ steps: [answer('echo(text="now")')] });
     const agent = new Agent({
       name: 'a',
       model,
@@ -188,7 +309,7 @@ describe('Agent', () => {
       nudge: false,
     });
 
-    expect((await agent.run('go')).final).toBe('Let me call echo now.');
+    expect((await agent.run('go')).final).toBe('echo(text="now")');
   });
 
   it('emits budget.warning at the soft limit and stops cleanly at the hard limit', async () => {
