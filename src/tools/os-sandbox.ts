@@ -1,7 +1,10 @@
-import { execFile } from 'node:child_process';
 import { existsSync, lstatSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { TroupeError } from '../errors.js';
+import { lazyBuiltin } from '../util/lazy-builtin.js';
+
+// Loaded on the first probe: most threads never run a program (see lazy-builtin.ts).
+const loadChildProcess = lazyBuiltin<typeof import('node:child_process')>('node:child_process');
 
 /**
  * The OS sandbox for exec tools (shell, python) and stdio MCP servers:
@@ -207,7 +210,7 @@ function runProbe(bwrapPath: string): Promise<SandboxStatus> {
     ...['--', prlimitPath, '--nofile=64', '--', 'true'],
   ];
   return new Promise((resolve) => {
-    execFile(
+    loadChildProcess().execFile(
       bwrapPath,
       args,
       { timeout: 10_000, env: { PATH: '/usr/bin:/bin' } },

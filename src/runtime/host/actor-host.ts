@@ -92,8 +92,15 @@ export class ActorHost {
     this.#port = port;
     this.#tools = new ToolRegistry(options.tools);
     this.#env = config.env === undefined ? undefined : { ...config.env };
-    this.#out = new Batcher((items) => port.postMessage(items));
-    this.#state = options.state === undefined ? undefined : new Int32Array(options.state);
+    const state = options.state === undefined ? undefined : new Int32Array(options.state);
+    this.#state = state;
+    // A post is a heartbeat too: a thread whose event-loop turn is long but busy sending
+    // (50,000 actors' timers firing at once at N = 100,000) is working, not blocked. A
+    // blocking tool or loop posts nothing, so the watchdog still sees it.
+    this.#out = new Batcher((items) => {
+      port.postMessage(items);
+      if (state !== undefined) Atomics.add(state, HOST_STATE.beat, 1);
+    });
     this.#pooledTools = new PooledTools({
       nextRequestId: () => {
         const id = this.#nextRequest;

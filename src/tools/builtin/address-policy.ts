@@ -1,4 +1,9 @@
-import { isIP } from 'node:net';
+import { lazyBuiltin } from '../../util/lazy-builtin.js';
+
+// Loaded on the first address check: most threads never fetch (see lazy-builtin.ts).
+const loadNet = lazyBuiltin<typeof import('node:net')>('node:net');
+/** `net.isIP`, with node:net loaded on first use: 4, 6, or 0 for not an IP address. */
+export const isIP = (input: string): number => loadNet().isIP(input);
 
 /**
  * Which IP addresses fetch_url may connect to: public unicast only. Every

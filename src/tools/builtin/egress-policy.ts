@@ -1,7 +1,9 @@
-import { lookup } from 'node:dns/promises';
-import { isIP } from 'node:net';
 import { errorMessage, TroupeError } from '../../errors.js';
-import { canonicalAddress, forbiddenAddressReason } from './address-policy.js';
+import { lazyBuiltin } from '../../util/lazy-builtin.js';
+import { canonicalAddress, forbiddenAddressReason, isIP } from './address-policy.js';
+
+// Loaded on the first lookup: most threads never resolve a host (see lazy-builtin.ts).
+const loadDns = lazyBuiltin<typeof import('node:dns/promises')>('node:dns/promises');
 
 /**
  * One egress policy for everything that leaves the machine on a model's
@@ -32,7 +34,7 @@ export interface EgressPolicy {
 
 /** The system resolver, through `dns.lookup` (hosts file and DNS, as the OS resolves). */
 export const systemResolver: HostResolver = async (hostname) => {
-  const found = await lookup(hostname, { all: true, verbatim: true });
+  const found = await loadDns().lookup(hostname, { all: true, verbatim: true });
   return found.map((entry) => ({ address: entry.address, family: entry.family === 6 ? 6 : 4 }));
 };
 

@@ -1,9 +1,8 @@
-import http from 'node:http';
-import https from 'node:https';
+import type { IncomingMessage } from 'node:http';
 import type { LookupFunction } from 'node:net';
-import zlib from 'node:zlib';
 import { z } from 'zod';
 import { errorMessage, TroupeError } from '../../errors.js';
+import { lazyBuiltin } from '../../util/lazy-builtin.js';
 import { defineTool, type Tool, type ToolContext } from '../tool.js';
 import { canonicalAddress } from './address-policy.js';
 import {
@@ -206,11 +205,12 @@ function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
-function request(
-  url: URL,
-  target: ResolvedAddress,
-  signal: AbortSignal,
-): Promise<http.IncomingMessage> {
+// Loaded on the first fetch: most threads never fetch (see lazy-builtin.ts).
+const loadHttp = lazyBuiltin<typeof import('node:http')>('node:http');
+const loadHttps = lazyBuiltin<typeof import('node:https')>('node:https');
+const loadZlib = lazyBuiltin<typeof import('node:zlib')>('node:zlib');
+
+function request(url: URL, target: ResolvedAddress, signal: AbortSignal): Promise<IncomingMessage> {
   // The socket connects to the address checked above, whatever DNS says now.
   const pinned: LookupFunction = (_hostname, lookupOptions, callback) => {
     if ((lookupOptions as { all?: boolean }).all === true) {
@@ -219,7 +219,7 @@ function request(
       callback(null, target.address, target.family);
     }
   };
-  const client = url.protocol === 'https:' ? https : http;
+  const client = url.protocol === 'https:' ? loadHttps() : loadHttp();
   return new Promise((resolve, reject) => {
     const outgoing = client.request(
       url,
@@ -251,11 +251,12 @@ function request(
 }
 
 function readBody(
-  response: http.IncomingMessage,
+  response: IncomingMessage,
   maxBytes: number,
 ): Promise<{ body: Buffer; truncated: boolean }> {
   const encoding = String(response.headers['content-encoding'] ?? 'identity').toLowerCase();
   // Decompressed bytes count against the cap, so a compression bomb stops at maxBytes.
+  const zlib = loadZlib();
   const decoder =
     encoding === 'gzip' || encoding === 'x-gzip'
       ? zlib.createGunzip()

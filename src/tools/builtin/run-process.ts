@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
 import { mkdir, realpath } from 'node:fs/promises';
 import os from 'node:os';
@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { z } from 'zod';
 import { errorMessage, TroupeError } from '../../errors.js';
+import { lazyBuiltin } from '../../util/lazy-builtin.js';
 import { requireProtectedMounts } from '../mount-check.js';
 import {
   bwrapArgs,
@@ -37,6 +38,9 @@ import {
   startEgressProxy,
 } from './egress-proxy.js';
 import { formatBytes } from './read-file.js';
+
+// Loaded on the first exec call: most threads never run a program (see lazy-builtin.ts).
+const loadChildProcess = lazyBuiltin<typeof import('node:child_process')>('node:child_process');
 
 /**
  * Child processes for the exec tools: no shell ever, a process group killed
@@ -108,7 +112,7 @@ export interface ProcessResult {
 export function runProcess(options: RunProcessOptions): Promise<ProcessResult> {
   options.signal.throwIfAborted();
   return new Promise((resolve, reject) => {
-    const child = spawn(options.file, [...options.args], {
+    const child = loadChildProcess().spawn(options.file, [...options.args], {
       cwd: options.cwd,
       env: { ...options.env },
       shell: false,

@@ -1,14 +1,16 @@
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import type { ModelSpec } from '../../../src/model/model.js';
 import { defineChannel, toChannelSpec } from '../../../src/roles/channel.js';
 import { ActorHost } from '../../../src/runtime/host/actor-host.js';
-import type {
-  HostConfig,
-  MainToWorkerInput,
-  RoleSpec,
-  WorkerWireItem,
+import {
+  HOST_STATE,
+  HOST_STATE_BYTES,
+  type HostConfig,
+  type MainToWorkerInput,
+  type RoleSpec,
+  type WorkerWireItem,
 } from '../../../src/runtime/wire/protocol.js';
 import { defineTool } from '../../../src/tools/tool.js';
 
@@ -70,15 +72,18 @@ function role(overrides: Partial<RoleSpec> = {}): RoleSpec {
 }
 
 // One host on an in-process MessageChannel: the test plays the main thread.
-function startHost(overrides: Partial<HostConfig> = {}) {
+function startHost(overrides: Partial<HostConfig> = {}, state?: SharedArrayBuffer) {
   const { port1, port2 } = new MessageChannel();
   const host = new ActorHost({ ...config, ...overrides }, port2, {
     tools: [countTool, forbiddenTool, waitTool, sandboxTool],
+    ...(state === undefined ? {} : { state }),
   });
   const running = host.run();
   const items: WorkerWireItem[] = [];
   const waiters: Array<() => void> = [];
+  let batches = 0;
   port1.on('message', (batch: WorkerWireItem[]) => {
+    batches += 1;
     items.push(...batch);
     for (const wake of waiters.splice(0)) wake();
   });
@@ -105,7 +110,7 @@ function startHost(overrides: Partial<HostConfig> = {}) {
     port1.close();
   };
   hosts.push(stop);
-  return { items, send, start, until, stop, port: port1 as MessagePort };
+  return { items, send, start, until, stop, port: port1 as MessagePort, batches: () => batches };
 }
 
 const hosts: Array<() => Promise<void>> = [];
@@ -121,6 +126,31 @@ const events = (items: WorkerWireItem[]) =>
   );
 
 describe('ActorHost', () => {
+  it('beats the watchdog on every post, so a long busy turn that sends is not taken for blocked', async () => {
+    // Only the interval is faked: it never fires, so every beat seen comes from a post.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      const state = new SharedArrayBuffer(HOST_STATE_BYTES);
+      const { start, until, batches } = startHost({}, state);
+      start(
+        'worker-1',
+        role(),
+        {
+          provider: 'scripted',
+          script: { steps: [{ toolCalls: [{ name: 'count' }] }, { content: 'done' }] },
+        },
+        'count once',
+      );
+      await until((item) => item.type === 'actor.result');
+      // Every batched post beats (host.ready is posted alone, before the host runs).
+      expect(batches()).toBeGreaterThan(1);
+      const beats = Atomics.load(new Int32Array(state), HOST_STATE.beat);
+      expect(beats).toBeGreaterThanOrEqual(batches() - 1);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('runs an actor and sends its result after its last event', async () => {
     const { items, start, until } = startHost();
     start(
