@@ -69,7 +69,12 @@ export function createRenderer(
     case 'json':
       return new JsonRenderer({ output: io.stdout, env: io.env });
     case 'lines':
-      return new LineRenderer({ output: io.stdout, env: io.env, price: options.price });
+      return new LineRenderer({
+        output: io.stdout,
+        env: io.env,
+        price: options.price,
+        color: supportsColor(io.stdout, io.env),
+      });
     case 'live':
       return new LiveRenderer({
         output: io.stdout,

@@ -5,7 +5,7 @@ import { finalAnswerBlock } from './answer.js';
 import type { EventRenderer } from './renderer.js';
 import { describeBudget, formatTokens, type PriceFunction, RunState } from './run-state.js';
 import { summaryLines } from './summary.js';
-import { createPalette, cutChars, oneLine, type TerminalOutput } from './terminal.js';
+import { agentColour, createPalette, cutChars, oneLine, type TerminalOutput } from './terminal.js';
 
 /** Width of the agent prefix column in line mode. */
 const PREFIX_WIDTH = 14;
@@ -99,10 +99,18 @@ export function describeTiers(tiers: readonly string[]): string {
   return `the ${tiers.join(', ')} permission${tiers.length === 1 ? ' is' : 's are'} not granted`;
 }
 
-/** One line-mode line for an event (prefix included), or undefined when it prints nothing. */
-export function formatEventLine(event: AgentEvent): string | undefined {
+/**
+ * One line-mode line for an event (prefix included), or undefined when it
+ * prints nothing. With `color`, the prefix takes the agent's own colour.
+ */
+export function formatEventLine(
+  event: AgentEvent,
+  options: { color?: boolean | undefined; redact?: ((text: string) => string) | undefined } = {},
+): string | undefined {
   const text = describeEvent(event);
-  return text === undefined ? undefined : `${event.agentId.padEnd(PREFIX_WIDTH)} ${text}`;
+  if (text === undefined) return undefined;
+  const body = options.redact === undefined ? text : options.redact(text);
+  return `${agentColour(event.agentId, event.agentId.padEnd(PREFIX_WIDTH), options.color === true)} ${body}`;
 }
 
 /** Options for a LineRenderer. */
@@ -112,6 +120,8 @@ export interface LineRendererOptions {
   /** Print the summary table on finish (default true). */
   summary?: boolean | undefined;
   price?: PriceFunction | undefined;
+  /** Colour each agent's prefix (and the summary) like `docker compose up` (default false; see supportsColor). */
+  color?: boolean | undefined;
 }
 
 /**
@@ -123,12 +133,14 @@ export class LineRenderer implements EventRenderer {
   readonly #output: TerminalOutput;
   readonly #redact: (text: string) => string;
   readonly #summary: boolean;
+  readonly #color: boolean;
   readonly state: RunState;
 
   constructor(options: LineRendererOptions) {
     this.#output = options.output;
     this.#redact = createRedactor(options.env);
     this.#summary = options.summary ?? true;
+    this.#color = options.color ?? false;
     this.state = new RunState({ price: options.price });
   }
 
@@ -138,16 +150,17 @@ export class LineRenderer implements EventRenderer {
 
   handle(event: AgentEvent): void {
     this.state.apply(event);
-    const line = formatEventLine(event);
-    if (line !== undefined) this.#output.write(`${this.#redact(line)}\n`);
+    // The text is redacted before the prefix is coloured, so no escape splits a secret.
+    const line = formatEventLine(event, { color: this.#color, redact: this.#redact });
+    if (line !== undefined) this.#output.write(`${line}\n`);
   }
 
   finish(): void {
     if (!this.#summary || this.state.agents.size === 0) return;
     const width = this.#output.isTTY ? Math.max((this.#output.columns || 80) - 1, 20) : undefined;
     const lines = [
-      ...summaryLines(this.state, createPalette(false), width),
-      ...finalAnswerBlock(this.state.final, width, createPalette(false)),
+      ...summaryLines(this.state, createPalette(this.#color), width),
+      ...finalAnswerBlock(this.state.final, width, createPalette(this.#color)),
     ];
     this.#output.write(`\n${lines.map((line) => this.#redact(line)).join('\n')}\n`);
   }

@@ -44,10 +44,38 @@ export function createTerminalOutput(
   };
 }
 
-/** True when colour and cursor control should be used: a TTY, NO_COLOR unset, TERM not dumb. */
+/**
+ * True when output should be coloured: never when NO_COLOR is set (https://no-color.org);
+ * else when FORCE_COLOR is set to anything but 0 or false (a pipe into a pager that
+ * shows colour, a CI log), whatever the output is; else on a TTY whose TERM is not dumb.
+ */
 export function supportsColor(output: TerminalOutput, env: NodeJS.ProcessEnv): boolean {
   const noColor = env['NO_COLOR'];
-  return output.isTTY && (noColor === undefined || noColor === '') && env['TERM'] !== 'dumb';
+  if (noColor !== undefined && noColor !== '') return false;
+  const force = env['FORCE_COLOR'];
+  if (force !== undefined && force !== '') return force !== '0' && force !== 'false';
+  return output.isTTY && env['TERM'] !== 'dumb';
+}
+
+// Colours an agent's prefix may take: distinct on dark and light backgrounds;
+// red is kept for failures.
+const AGENT_COLOURS = [36, 33, 32, 35, 34, 96, 93, 92, 95, 94] as const;
+
+/**
+ * The agent id in a colour of its own, the same in every run and replay (a
+ * hash of the id picks it, as `docker compose up` gives each service one);
+ * the id unchanged when `enabled` is false.
+ */
+export function agentColour(agentId: string, text: string, enabled: boolean): string {
+  if (!enabled) return text;
+  // FNV-1a: cheap, and spreads ids that differ in one digit.
+  let hash = 0x811c9dc5;
+  for (let index = 0; index < agentId.length; index += 1) {
+    hash ^= agentId.charCodeAt(index);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  const colour = AGENT_COLOURS[(hash >>> 0) % AGENT_COLOURS.length] as number;
+  return `\u001b[${colour}m${text}\u001b[39m`;
 }
 
 /** ANSI styles; each is the identity when colour is off. */

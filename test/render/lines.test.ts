@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { formatEventLine, LineRenderer } from '../../src/render/lines.js';
+import { stripAnsi } from '../../src/render/terminal.js';
 import { EventFactory, sampleRun } from '../cli/events.js';
 import { FakeTerminal } from './fake-terminal.js';
+
+// A coloured agent prefix: its colour code, the id padded, the colour reset.
+const COLOURED_PREFIX = new RegExp(
+  `^(${String.fromCharCode(27)}\\[\\d+m)\\S+\\s*${String.fromCharCode(27)}\\[39m `,
+);
 
 describe('formatEventLine', () => {
   const f = new EventFactory();
@@ -73,5 +79,45 @@ describe('LineRenderer', () => {
     );
     expect(output.text).not.toContain(secret);
     expect(output.text).toContain('[redacted]');
+  });
+});
+
+describe('LineRenderer colours', () => {
+  const prefix = (line: string): string | undefined => COLOURED_PREFIX.exec(line)?.[1];
+
+  it('prints each agent prefix in its own stable colour when colour is on, like docker compose', () => {
+    const output = new FakeTerminal();
+    const renderer = new LineRenderer({ output, env: {}, color: true });
+    for (const event of sampleRun()) renderer.handle(event);
+    const lines = output.text.split('\n').filter((line) => line.startsWith('\u001b['));
+    const byAgent = new Map<string, Set<string | undefined>>();
+    for (const line of lines) {
+      const id = stripAnsi(line).split(' ')[0] as string;
+      const set = byAgent.get(id) ?? new Set();
+      set.add(prefix(line));
+      byAgent.set(id, set);
+    }
+    expect(byAgent.size).toBeGreaterThan(2);
+    // One colour per agent, in every line of it; agents apart.
+    for (const colours of byAgent.values()) expect(colours.size).toBe(1);
+    expect(new Set([...byAgent.values()].map((colours) => [...colours][0])).size).toBeGreaterThan(
+      1,
+    );
+    // Only the prefix is coloured: the text after it is as without colour.
+    const plain = new FakeTerminal();
+    const uncoloured = new LineRenderer({ output: plain, env: {} });
+    for (const event of sampleRun()) uncoloured.handle(event);
+    expect(stripAnsi(output.text)).toBe(plain.text);
+    expect(plain.text).not.toContain('\u001b[');
+  });
+
+  it('redacts before colouring', () => {
+    const secret = 'sk-line-secret-0123456789abcdef';
+    const output = new FakeTerminal();
+    const renderer = new LineRenderer({ output, env: { OPENAI_API_KEY: secret }, color: true });
+    const f = new EventFactory();
+    renderer.handle(f.make('a', { type: 'agent.progress', note: `key ${secret}` }));
+    expect(output.text).not.toContain(secret);
+    expect(stripAnsi(output.text)).toContain('progress: key [redacted]');
   });
 });

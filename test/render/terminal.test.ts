@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  agentColour,
   createPalette,
   cutToWidth,
   displayWidth,
@@ -8,6 +9,9 @@ import {
   supportsColor,
 } from '../../src/render/terminal.js';
 import { FakeTerminal } from './fake-terminal.js';
+
+// The colour code a line starts with (ESC [ n m).
+const ESCAPE_CODE = new RegExp(`^${String.fromCharCode(27)}\\[(\\d+)m`);
 
 describe('displayWidth', () => {
   it('counts emoji as two columns and ignores ANSI', () => {
@@ -33,6 +37,31 @@ describe('supportsColor', () => {
     expect(supportsColor(tty, {})).toBe(true);
     expect(supportsColor(tty, { NO_COLOR: '1' })).toBe(false);
     expect(supportsColor(new FakeTerminal(), {})).toBe(false);
+  });
+
+  it('colours a pipe when FORCE_COLOR asks, but never against NO_COLOR', () => {
+    const pipe = new FakeTerminal();
+    expect(supportsColor(pipe, { FORCE_COLOR: '1' })).toBe(true);
+    expect(supportsColor(pipe, { FORCE_COLOR: '0' })).toBe(false);
+    expect(supportsColor(pipe, { FORCE_COLOR: 'false' })).toBe(false);
+    expect(supportsColor(pipe, { FORCE_COLOR: '1', NO_COLOR: '1' })).toBe(false);
+    expect(
+      supportsColor(new FakeTerminal({ isTTY: true }), { TERM: 'dumb', FORCE_COLOR: '3' }),
+    ).toBe(true);
+  });
+});
+
+describe('agentColour', () => {
+  it('gives each id one colour, the same every time, and spreads ids over several', () => {
+    const colourOf = (id: string): string | undefined =>
+      ESCAPE_CODE.exec(agentColour(id, id, true))?.[1];
+    expect(colourOf('researcher-1')).toBe(colourOf('researcher-1'));
+    const ids = Array.from({ length: 12 }, (_, index) => `researcher-${index + 1}`);
+    expect(new Set(ids.map(colourOf)).size).toBeGreaterThanOrEqual(5);
+    // Red is for failures, never an agent's colour.
+    expect(ids.map(colourOf)).not.toContain('31');
+    expect(stripAnsi(agentColour('a', 'a   ', true))).toBe('a   ');
+    expect(agentColour('a', 'a   ', false)).toBe('a   ');
   });
 });
 
