@@ -728,16 +728,21 @@ export class Agent {
     const beforeTokens = estimatePromptTokens(state.messages, tools);
     if (beforeTokens <= options.maxTokens) return;
     const summaryTokens = summaryTokensOf(options);
-    // Aim at half the limit, so the next turns do not compress again at once.
-    const target = Math.floor(options.maxTokens / 2);
-    let plan: CompressionPlan | undefined;
+    // The most turns kept whose size with the summary is under half the limit
+    // (so the next turns do not compress again at once), else under the
+    // limit (the last results stay verbatim), else none.
+    const plans: Array<{ plan: CompressionPlan; tokens: number }> = [];
     for (let keep = options.keepTurns ?? DEFAULT_KEEP_TURNS; keep >= 0; keep -= 1) {
       const candidate = planCompression(state.messages, keep);
       if (candidate === undefined) continue;
-      plan = candidate;
       const kept = estimatePromptTokens([...candidate.head, ...candidate.tail], tools);
-      if (kept + summaryTokens <= target) break;
+      plans.push({ plan: candidate, tokens: kept + summaryTokens });
     }
+    const plan = (
+      plans.find((option) => option.tokens <= options.maxTokens / 2) ??
+      plans.find((option) => option.tokens <= options.maxTokens) ??
+      plans.at(-1)
+    )?.plan;
     if (plan === undefined) return;
     const middle = plan.middle;
     const summarized: Summary =
