@@ -19,7 +19,7 @@ import { ToolRegistry } from '../src/tools/registry.js';
 import { type ColdStartResult, measureColdStart } from './cold-start.js';
 import { FAULT_KINDS, faultMixPlan, faultMixRoles, faultMixScript } from './fault-mix.js';
 import { natsServerPath, startNatsCluster } from './nats.js';
-import { peersSection } from './peers.js';
+import { peersSection, type Spread, spreadOf } from './peers.js';
 import { type ScaleMeasurement, scaleFanout } from './scale.js';
 import { sdkPathSection } from './sdk-path.js';
 import { burnTool, noopTool } from './tools.js';
@@ -43,7 +43,7 @@ import { burnTool, noopTool } from './tools.js';
 type Impl = 'troupe' | 'in-process';
 type Case =
   | { kind: 'fanout'; impl: Impl; n: number }
-  | { kind: 'cpu'; impl: Impl; n: number }
+  | { kind: 'cpu'; impl: Impl; n: number; latencyMs?: number }
   | { kind: 'spawn'; samples: number }
   | { kind: 'events'; actors: number; perActor: number }
   | { kind: 'isolation'; mode: 'thread' | 'pool' | 'mix'; n: number }
@@ -95,6 +95,11 @@ function fanoutScript(
 
 const FANOUT = fanoutScript(LATENCY_MS, { name: 'noop', arguments: {} });
 const CPU = fanoutScript(0, { name: 'burn_cpu', arguments: { ms: CPU_TOOL_MS } });
+// Issue 18: the CPU-bound tool with the model's latency (16 agents x 2 calls of ~60 ms, 200 ms
+// per model call); its CPU phase is the wall time less the three model turns.
+const CPU_LATENCY_TOOL_MS = 60;
+const cpuWithLatency = (latencyMs: number): Script =>
+  fanoutScript(latencyMs, { name: 'burn_cpu', arguments: { ms: CPU_LATENCY_TOOL_MS } });
 const QUICK: Script = { steps: [{ content: 'done', repeat: true }] };
 
 const bencher = defineRole({
@@ -362,8 +367,12 @@ async function runCase(spec: Case): Promise<Measurement> {
       return spec.impl === 'troupe'
         ? troupeFanout(spec.n, FANOUT)
         : inProcessFanout(spec.n, FANOUT);
-    case 'cpu':
-      return spec.impl === 'troupe' ? troupeFanout(spec.n, CPU) : inProcessFanout(spec.n, CPU);
+    case 'cpu': {
+      const script = spec.latencyMs === undefined ? CPU : cpuWithLatency(spec.latencyMs);
+      return spec.impl === 'troupe'
+        ? troupeFanout(spec.n, script)
+        : inProcessFanout(spec.n, script);
+    }
     case 'spawn':
       return spawnLatency(spec.samples);
     case 'events':
@@ -406,10 +415,10 @@ function median(values: readonly number[]): number {
 }
 
 // Each measurement in a fresh process: its peak RSS and its JIT state are its own.
-function measure(spec: Case): Measurement {
+function measure(spec: Case): Measurement & { runs: Measurement[] } {
   const runs: Measurement[] = [];
   for (let index = 0; index < REPEATS; index += 1) runs.push(measureOnce(spec));
-  return summarize(runs);
+  return { ...summarize(runs), runs };
 }
 
 function measureOnce(spec: Case): Measurement {
@@ -538,6 +547,7 @@ async function orchestrate(full: boolean): Promise<void> {
     wallOverIdeal: number;
     cpuMsPerAgent: number;
     peakRssMiB: number;
+    spread: Record<string, Spread>;
   }> = [];
   const fanoutCold: Array<{ impl: Impl; n: number; wallOverIdeal: number; cpuMsPerAgent: number }> =
     [];
@@ -557,6 +567,21 @@ async function orchestrate(full: boolean): Promise<void> {
         wallOverIdeal: round(result.wallMs / IDEAL_MS, 3),
         cpuMsPerAgent: round(result.cpuMs / n, 3),
         peakRssMiB: round(result.peakRssMiB, 1),
+        // The three runs' spread (issue 18): min, max and each run.
+        spread: {
+          wallOverIdeal: spreadOf(
+            result.runs.map((run) => run.wallMs / IDEAL_MS),
+            3,
+          ),
+          cpuMsPerAgent: spreadOf(
+            result.runs.map((run) => run.cpuMs / n),
+            3,
+          ),
+          coldWallOverIdeal: spreadOf(
+            result.runs.map((run) => (run.coldWallMs ?? 0) / IDEAL_MS),
+            3,
+          ),
+        },
       };
       fanout.push(row);
       const cold = {
@@ -579,6 +604,20 @@ async function orchestrate(full: boolean): Promise<void> {
   console.log(
     `\nCPU-bound tool (${CPU_TOOL_MS} ms, 2 calls per agent, N=${cpuN}): in-process ${Math.round(cpuInProcess.wallMs)} ms, troupe ${Math.round(cpuTroupe.wallMs)} ms, speedup ${cpuSpeedup} x (ideal ${threads} x on ${threads} threads)`,
   );
+  // The same with the model's latency, in turns: the CPU phase (wall less 3 x 200 ms) side by side.
+  const cpuPhase = { troupe: [] as number[], inProcess: [] as number[] };
+  for (let index = 0; index < REPEATS; index += 1) {
+    const latencyMs = LATENCY_MS;
+    const phase = (run: Measurement): number => run.wallMs - TURNS * latencyMs;
+    cpuPhase.troupe.push(phase(measureOnce({ kind: 'cpu', impl: 'troupe', n: cpuN, latencyMs })));
+    cpuPhase.inProcess.push(
+      phase(measureOnce({ kind: 'cpu', impl: 'in-process', n: cpuN, latencyMs })),
+    );
+  }
+  const cpuPhaseSpeedup = round(median(cpuPhase.inProcess) / median(cpuPhase.troupe), 2);
+  console.log(
+    `CPU-bound tool with the model's latency (${CPU_LATENCY_TOOL_MS} ms, 2 calls per agent, N=${cpuN}, ${LATENCY_MS} ms per model call): CPU phase (wall less ${TURNS} x ${LATENCY_MS} ms) in-process ${Math.round(median(cpuPhase.inProcess))} ms, troupe ${Math.round(median(cpuPhase.troupe))} ms, speedup ${cpuPhaseSpeedup} x`,
+  );
   const spawn = measure({ kind: 'spawn', samples: 200 });
   const spawnP50Ms = round(spawn.extra ?? 0, 3);
   console.log(`spawn on a running pool, until the actor's first model call: p50 ${spawnP50Ms} ms`);
@@ -596,6 +635,8 @@ async function orchestrate(full: boolean): Promise<void> {
   const sdkPath = process.argv.includes('--peers')
     ? await sdkPathSection({ n: SDK_PATH_N, latencyMs: LATENCY_MS, turns: TURNS, repeats: REPEATS })
     : undefined;
+  // Every figure of issue 18: with --full --peers, the 100,000-agent fan-out too (minutes).
+  const scale = full && process.argv.includes('--peers') ? scaleSection(100_000) : undefined;
   const [coldStart] = await measureColdStart([root], COLD_STARTS);
   if (coldStart !== undefined) printColdStart([coldStart]);
 
@@ -603,12 +644,22 @@ async function orchestrate(full: boolean): Promise<void> {
     fanout,
     fanoutCold,
     cpuSpeedup,
+    cpuPhaseSpeedup,
     spawnP50Ms,
     eventsPerSecond,
     isolation,
     ...(nats === undefined ? {} : { nats }),
     ...(peers === undefined ? {} : { peers }),
     ...(sdkPath === undefined ? {} : { sdkPath }),
+    ...(scale === undefined
+      ? {}
+      : {
+          scale: {
+            ...scale,
+            wallOverIdeal: round(scale.wallMs / IDEAL_MS, 3),
+            date: new Date().toISOString(),
+          },
+        }),
     ...(coldStart === undefined
       ? {}
       : {
