@@ -368,9 +368,14 @@ function chatHandlers(context: {
   let turnUsage = emptyUsage();
   let resuming = context.session?.interrupted !== undefined;
   context.bus.onAny((event) => {
-    if (event.type !== 'model.response') return;
-    session = addUsage(session, event.usage);
-    turnUsage = addUsage(turnUsage, event.usage);
+    // A history summary's call costs tokens too (history.compressed carries its usage).
+    const usage =
+      event.type === 'model.response' || event.type === 'history.compressed'
+        ? event.usage
+        : undefined;
+    if (usage === undefined) return;
+    session = addUsage(session, usage);
+    turnUsage = addUsage(turnUsage, usage);
   });
   const say = (text: string): void => repl.print(redact(text));
   const commands: Record<string, { help: string; run: (argument: string) => 'exit' | undefined }> =
