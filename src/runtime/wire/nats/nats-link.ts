@@ -18,8 +18,16 @@ export const STREAMS = {
   results: 'TROUPE_RESULTS',
 } as const;
 
-/** The durable pull consumer every worker node takes work from. */
-export const WORK_CONSUMER = 'troupe-workers';
+/** The durable pull consumer every worker node takes work from: spawns for any node (`troupe.work.<runId>`). */
+export const WORK_CONSUMER = 'troupe-work';
+
+// Wire 2's consumer took every subject of the stream; a work-queue stream allows no other consumer beside it.
+const LEGACY_WORK_CONSUMER = 'troupe-workers';
+
+/** A node's own durable pull consumer: spawns placed on that node (`troupe.work.<runId>.<node>`). */
+export function nodeConsumer(node: string): string {
+  return `troupe-node-${token(node)}`;
+}
 
 /** How long the streams keep a message at most (7 days), in milliseconds. */
 export const RETENTION_MS = 7 * 24 * 3600 * 1000;
@@ -27,6 +35,7 @@ export const RETENTION_MS = 7 * 24 * 3600 * 1000;
 /** Subjects; run ids and keys are `[A-Za-z0-9_-]`, so they are safe as subject tokens. */
 export const subjects = {
   work: (runId: string): string => `troupe.work.${token(runId)}`,
+  workOn: (runId: string, node: string): string => `troupe.work.${token(runId)}.${token(node)}`,
   up: (runId: string): string => `troupe.run.${token(runId)}.up`,
   down: (runId: string, node: string): string => `troupe.run.${token(runId)}.node.${token(node)}`,
   downAll: (node: string): string => `troupe.run.*.node.${token(node)}`,
@@ -150,9 +159,7 @@ export async function connectNats(options: NatsConnectOptions): Promise<NatsLink
  * has it handed to another node.
  */
 export async function ensureStreams(link: NatsLink, deadAfterMs: number): Promise<void> {
-  const { AckPolicy, DeliverPolicy, RetentionPolicy, StorageType } = await import(
-    '@nats-io/jetstream'
-  );
+  const { RetentionPolicy, StorageType } = await import('@nats-io/jetstream');
   const { nanos } = await import('@nats-io/transport-node');
   const maxAge = nanos(RETENTION_MS);
   await ensure(
@@ -188,8 +195,27 @@ export async function ensureStreams(link: NatsLink, deadAfterMs: number): Promis
       }),
     () => link.jsm.streams.info(STREAMS.results),
   );
+  await link.jsm.consumers.delete(STREAMS.work, LEGACY_WORK_CONSUMER).catch(() => false);
+  await ensureWorkConsumer(link, WORK_CONSUMER, 'troupe.work.*', deadAfterMs);
+}
+
+/**
+ * Creates (or updates) a durable pull consumer of the work queue on
+ * `filter`. The shared one takes `troupe.work.<runId>`, a node's own one
+ * `troupe.work.*.<node>`: their subjects never overlap, as a work-queue
+ * stream requires.
+ */
+export async function ensureWorkConsumer(
+  link: NatsLink,
+  name: string,
+  filter: string,
+  deadAfterMs: number,
+): Promise<void> {
+  const { AckPolicy, DeliverPolicy } = await import('@nats-io/jetstream');
+  const { nanos } = await import('@nats-io/transport-node');
   const consumer = {
-    durable_name: WORK_CONSUMER,
+    durable_name: name,
+    filter_subject: filter,
     ack_policy: AckPolicy.Explicit,
     deliver_policy: DeliverPolicy.All,
     ack_wait: nanos(deadAfterMs),
@@ -200,7 +226,7 @@ export async function ensureStreams(link: NatsLink, deadAfterMs: number): Promis
   };
   await ensure(
     () => link.jsm.consumers.add(STREAMS.work, consumer),
-    () => link.jsm.consumers.update(STREAMS.work, WORK_CONSUMER, { ack_wait: consumer.ack_wait }),
+    () => link.jsm.consumers.update(STREAMS.work, name, { ack_wait: consumer.ack_wait }),
   );
 }
 
@@ -226,6 +252,7 @@ export async function readResults(link: NatsLink, runId: string): Promise<Uint8A
 /** Removes a run's spawns that no node has taken from the work queue. */
 export async function purgeWork(link: NatsLink, runId: string): Promise<void> {
   await link.jsm.streams.purge(STREAMS.work, { filter: subjects.work(runId) });
+  await link.jsm.streams.purge(STREAMS.work, { filter: `${subjects.work(runId)}.*` });
 }
 
 // Adds, or falls back when it exists already (another node made it first, or with other settings).

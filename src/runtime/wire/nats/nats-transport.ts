@@ -18,6 +18,7 @@ import {
   decode,
   encode,
   NATS_WIRE_VERSION,
+  type NodeInfo,
   NodeInfoSchema,
   NodeUpItemSchema,
   type RemoteHostConfig,
@@ -63,6 +64,8 @@ interface RemoteActor {
   workSeq: number | undefined;
   /** How often it was queued again (its node went silent, or NATS was lost); only claims of the last count. */
   generation: number;
+  /** The node its spawn was placed on (a pipeline's member) until a node claims it; else any node takes it. */
+  target: string | undefined;
 }
 
 const TICK_MS = 1000;
@@ -95,6 +98,12 @@ export class NatsTransport implements Transport {
   readonly #requestsBack = new Map<string, number>();
   readonly #out = new Map<string, Batcher<DownItemInput>>();
   readonly #heard = new Map<string, number>();
+  /** What each node last said of itself (capacity and load), for placing pipelines. */
+  readonly #nodeInfo = new Map<string, NodeInfo>();
+  /** The node each channel's pipeline is placed on. */
+  readonly #pins = new Map<string, string>();
+  /** Spawns placed on each node and not claimed yet: load its heartbeat does not show yet. */
+  readonly #placed = new Map<string, number>();
   readonly #subs: Subscription[] = [];
   readonly #work = new WorkEncoder();
   #handlers: TransportHandlers | undefined;
@@ -125,6 +134,12 @@ export class NatsTransport implements Transport {
     return [...this.#heard].filter(([, at]) => now - at < this.#deadAfterMs).map(([node]) => node);
   }
 
+  /** What each live node last reported (capacity and load), by name. */
+  get nodeLoads(): readonly NodeInfo[] {
+    const live = new Set(this.nodes);
+    return [...this.#nodeInfo.values()].filter((info) => live.has(info.node));
+  }
+
   start(handlers: TransportHandlers): void {
     if (this.#handlers !== undefined || this.#closing) return;
     this.#handlers = handlers;
@@ -139,7 +154,9 @@ export class NatsTransport implements Transport {
         callback: (error, msg) => {
           if (error !== null) return;
           try {
-            this.#heard.set(decode(msg.data, NodeInfoSchema, 'A node heartbeat').node, Date.now());
+            const info = decode(msg.data, NodeInfoSchema, 'A node heartbeat');
+            this.#heard.set(info.node, Date.now());
+            this.#nodeInfo.set(info.node, info);
           } catch {
             // A malformed heartbeat says nothing about any node.
           }
@@ -288,6 +305,7 @@ export class NatsTransport implements Transport {
       consumedPassed: 0,
       workSeq: undefined,
       generation: 0,
+      target: undefined,
     };
     this.#actors.set(start.actorId, actor);
     if (role?.type !== 'role.define' || model?.type !== 'model.define') {
@@ -299,7 +317,65 @@ export class NatsTransport implements Transport {
       );
       return;
     }
+    this.#target(
+      actor,
+      role.role.publishes.map((channel) => channel.name).concat(role.role.subscribes),
+    );
     this.#publishWork(actor);
+  }
+
+  // Affinity: the members of a channel pipeline (actors publishing or subscribing to one channel)
+  // go to one node, chosen least loaded when the first is queued, while that node has room; past
+  // that, or with no node heard from, a member goes to the shared queue like any actor.
+  #target(actor: RemoteActor, channels: readonly string[]): void {
+    if (channels.length === 0) return;
+    const pinned = channels
+      .map((channel) => this.#pins.get(channel))
+      .find((node) => node !== undefined && this.#hasRoom(node));
+    const node =
+      pinned ??
+      (channels.some((channel) => this.#pins.has(channel)) ? undefined : this.#leastLoaded());
+    if (node === undefined) return;
+    for (const channel of channels) if (!this.#pins.has(channel)) this.#pins.set(channel, node);
+    actor.target = node;
+    this.#placed.set(node, (this.#placed.get(node) ?? 0) + 1);
+  }
+
+  #untarget(actor: RemoteActor): void {
+    const node = actor.target;
+    if (node === undefined) return;
+    actor.target = undefined;
+    this.#placed.set(node, Math.max(0, (this.#placed.get(node) ?? 0) - 1));
+  }
+
+  // A live node's load: its actors (as of its last heartbeat) and what was placed on it since.
+  #load(node: string): { used: number; max: number } | undefined {
+    const info = this.#nodeInfo.get(node);
+    const heard = this.#heard.get(node);
+    if (info === undefined || heard === undefined || Date.now() - heard > this.#deadAfterMs) {
+      return undefined;
+    }
+    return { used: info.actors + (this.#placed.get(node) ?? 0), max: info.maxActors };
+  }
+
+  #hasRoom(node: string): boolean {
+    const load = this.#load(node);
+    return load !== undefined && load.used < load.max;
+  }
+
+  #leastLoaded(): string | undefined {
+    let best: string | undefined;
+    let bestShare = Number.POSITIVE_INFINITY;
+    for (const node of [...this.#nodeInfo.keys()].sort()) {
+      const load = this.#load(node);
+      if (load === undefined || load.used >= load.max) continue;
+      const share = load.used / load.max;
+      if (share < bestShare) {
+        best = node;
+        bestShare = share;
+      }
+    }
+    return best;
   }
 
   // Puts the actor's spawn in the work queue (again, after its node went silent or NATS was lost).
@@ -325,9 +401,15 @@ export class NatsTransport implements Transport {
     const current = (): boolean =>
       this.#actors.get(start.actorId) === actor && actor.generation === generation;
     this.#link.writer
-      .publish(subjects.work(this.#runId), this.#work.encode(work), {
-        msgID: `${this.session.id}.${start.actorId}.${start.attempt}.${generation}`,
-      })
+      .publish(
+        actor.target === undefined
+          ? subjects.work(this.#runId)
+          : subjects.workOn(this.#runId, actor.target),
+        this.#work.encode(work),
+        {
+          msgID: `${this.session.id}.${start.actorId}.${start.attempt}.${generation}`,
+        },
+      )
       .then(
         (ack) => {
           if (current()) actor.workSeq = ack.seq;
@@ -355,6 +437,8 @@ export class NatsTransport implements Transport {
   // a claim of the new one counts, and whichever node takes it continues from the journal.
   #requeue(actor: RemoteActor): void {
     this.#unqueue(actor);
+    // Again, it goes to whichever node takes it first.
+    this.#untarget(actor);
     actor.workSeq = undefined;
     actor.owner = undefined;
     actor.generation += 1;
@@ -372,6 +456,7 @@ export class NatsTransport implements Transport {
     const actorId = actor.start.actorId;
     if (this.#actors.get(actorId) !== actor) return;
     this.#actors.delete(actorId);
+    this.#untarget(actor);
     this.#handlers?.items(this.#hostId, [{ type: 'actor.result', actorId, outcome }]);
   }
 
@@ -521,6 +606,7 @@ export class NatsTransport implements Transport {
     }
     actor.owner = node;
     actor.waitingSince = undefined;
+    this.#untarget(actor);
     actor.consumedByOwner = 0;
     for (const item of actor.log) this.#down(node, item);
     out.push(
@@ -599,6 +685,15 @@ export class NatsTransport implements Transport {
             ),
           );
         }
+        continue;
+      }
+      // Placed on a node that has not taken it within the dead-after time: any node may.
+      if (
+        actor.target !== undefined &&
+        actor.waitingSince !== undefined &&
+        now - actor.waitingSince > this.#deadAfterMs
+      ) {
+        this.#requeue(actor);
         continue;
       }
       if (actor.waitingSince !== undefined && now - actor.waitingSince > this.#placeTimeoutMs) {

@@ -18,7 +18,7 @@ import {
  */
 
 /** The version of this wire; a node refuses work of another one with an error that says so. */
-export const NATS_WIRE_VERSION = 2;
+export const NATS_WIRE_VERSION = 3;
 
 /**
  * One coordinator process of a run. A resumed coordinator is a new session

@@ -13,7 +13,16 @@ import {
   type WorkerWireItem,
 } from '../protocol.js';
 import { ToolPool } from '../tool-pool.js';
-import { ensureStreams, type NatsLink, STREAMS, subjects, WORK_CONSUMER } from './nats-link.js';
+import {
+  ensureStreams,
+  ensureWorkConsumer,
+  type NatsLink,
+  nodeConsumer,
+  STREAMS,
+  subjects,
+  token,
+  WORK_CONSUMER,
+} from './nats-link.js';
 import {
   BeatSchema,
   DownBatchSchema,
@@ -172,13 +181,22 @@ export class WorkerNode {
         },
       }),
     );
+    // Spawns a coordinator placed on this node (a pipeline's members, see NatsTransport) come on its own subject.
+    const own = nodeConsumer(this.#options.name);
+    await ensureWorkConsumer(
+      this.#link,
+      own,
+      `troupe.work.*.${token(this.#options.name)}`,
+      this.#deadAfterMs,
+    );
     const consumer = await this.#link.js.consumers.get(STREAMS.work, WORK_CONSUMER);
+    const placed = await this.#link.js.consumers.get(STREAMS.work, own);
     this.#tick = setInterval(
       () => this.#onTick(),
       Math.max(100, Math.floor(this.#deadAfterMs / 3)),
     );
     this.#publishInfo();
-    this.#fetching = this.#fetchLoop(consumer);
+    this.#fetching = this.#fetchLoop(consumer, placed);
     void this.#watchConnection();
   }
 
@@ -240,26 +258,28 @@ export class WorkerNode {
 
   // Two pulls in flight, so the next batch is on its way while one is taken: a burst of spawns
   // reaches the threads without a round trip to the server between batches.
-  async #fetchLoop(consumer: Consumer): Promise<void> {
-    await Promise.all([this.#pull(consumer), this.#pull(consumer)]);
+  // The node's own queue has a pull of its own that counts no room asked for by the others (a spawn
+  // that finds the node full goes back, see #take): placed spawns never wait behind the shared ones.
+  async #fetchLoop(shared: Consumer, placed: Consumer): Promise<void> {
+    await Promise.all([this.#pull(shared), this.#pull(shared), this.#pull(placed, false)]);
   }
 
-  async #pull(consumer: Consumer): Promise<void> {
+  async #pull(consumer: Consumer, counted = true): Promise<void> {
     while (!this.#stopping) {
-      const free = this.#options.maxActors - this.#held - this.#asked;
+      const free = this.#options.maxActors - this.#held - (counted ? this.#asked : 0);
       if (free <= 0) {
         await new Promise<void>((resolve) => this.#slotWaiters.push(resolve));
         continue;
       }
       // Small batches: nodes that pull at once share the queue instead of one taking all.
       const asked = Math.min(free, 32);
-      this.#asked += asked;
+      if (counted) this.#asked += asked;
       let received = 0;
       try {
         const messages = await consumer.fetch({ max_messages: asked, expires: 2000 });
         for await (const msg of messages) {
           received += 1;
-          this.#asked -= 1;
+          if (counted) this.#asked -= 1;
           if (this.#stopping) {
             msg.nak();
             continue;
@@ -270,7 +290,7 @@ export class WorkerNode {
         // Disconnected or the server restarts: try again shortly.
         if (!this.#stopping) await delay(250);
       } finally {
-        this.#asked -= asked - received;
+        if (counted) this.#asked -= asked - received;
       }
     }
   }
@@ -298,6 +318,11 @@ export class WorkerNode {
     const existing = run.actors.get(actorId);
     if (existing !== undefined && !existing.dropped && sameSpawn(existing.work, work)) {
       // Redelivered to the node that has it (the ack wait passed while it was busy): keep the one running.
+      return;
+    }
+    if (this.#held >= this.#options.maxActors) {
+      // Full (pulls of the two queues met): it goes back for later, or for another node.
+      msg.nak(500);
       return;
     }
     // An older spawn of the actor is still here (its drop is on the way): this one replaces it.
