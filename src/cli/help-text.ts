@@ -37,6 +37,7 @@ const EXAMPLES: Readonly<Record<string, readonly string[]>> = {
     'troupe chat --allow read',
     'troupe chat --provider anthropic --thinking 4k --workspace ./src',
     'troupe chat --provider openai --base-url http://localhost:11434/v1 --model qwen3:8b',
+    'troupe chat --tools ./tools.mjs --allow read                # your tools, on a tool thread',
   ],
   trace: [
     'troupe trace latest',

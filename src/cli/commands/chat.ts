@@ -19,6 +19,8 @@ import {
 } from '../../model/types.js';
 import { chatLayout } from '../../render/chat-layout.js';
 import { formatTokens } from '../../render/run-state.js';
+import { createToolPool } from '../../runtime/pool-transport.js';
+import { toolsOnPool } from '../../runtime/pooled-tools.js';
 import {
   BUILTIN_TOOL_TIERS,
   builtinToolNames,
@@ -26,6 +28,7 @@ import {
 } from '../../tools/catalogue.js';
 import { DEFAULT_GRANTS } from '../../tools/permissions.js';
 import type { ApprovalRequest, PermissionTier } from '../../tools/tool.js';
+import { loadToolModules } from '../../tools/tool-modules.js';
 import { createRunId } from '../../util/ids.js';
 import { createRedactor } from '../../util/redact.js';
 import { captureWarnings } from '../../util/warnings.js';
@@ -37,7 +40,9 @@ import {
   addCompressionOptions,
   addSandboxOptions,
   type CompressionFlags,
+  collect,
   compressionSettingOf,
+  loadToolFlags,
   type ProviderFlags,
   parseAllow,
   parsePositiveInteger,
@@ -62,6 +67,7 @@ interface ChatFlags extends ProviderFlags, SandboxFlags, CompressionFlags {
   approve?: boolean | undefined;
   unsafeNoSandbox?: boolean | undefined;
   mcp?: string | undefined;
+  tools?: string[] | undefined;
   resume?: string | true | undefined;
 }
 
@@ -127,6 +133,11 @@ export function registerChatCommand(program: Command, io: CliIo): void {
     .option('--unsafe-no-sandbox', 'UNSAFE: run shell and python without the OS sandbox')
     .option('--mcp <file>', 'MCP servers (mcpServers JSON) whose tools the agent gets, as granted')
     .option(
+      '--tools <module>',
+      'an ES module exporting tools (made with defineTool) the agent gets; they run on a tool thread apart from the chat (repeatable)',
+      collect,
+    )
+    .option(
       '--resume [id]',
       'continue a saved chat session with its history (default: the latest); an interrupted turn goes on without repeating finished calls',
     );
@@ -143,6 +154,9 @@ async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
   const workspace = resolveFolder(cwd, flags.workspace, '--workspace');
   const grants = flags.allow ?? [...CHAT_DEFAULT_GRANTS];
   const sandbox = sandboxPolicyOf(flags);
+  // --tools: the user's tools, checked before anything opens (a bad module is a usage error); they run on a tool thread.
+  const modules = await loadToolFlags(cwd, flags.tools ?? []);
+  const userTools = modules.paths.length === 0 ? [] : await loadToolModules(modules.paths);
   // report_progress speaks to a supervisor; in a chat the person reads the answer itself.
   const names = builtinToolNames.filter(
     (name) =>
@@ -212,7 +226,34 @@ async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
           unsafeNoSandbox: flags.unsafeNoSandbox === true,
         });
   for (const note of mcp?.notes ?? []) io.stderr.write(`troupe: ${note}\n`);
-  const tools = mcp?.tools ?? createBuiltinRegistry({ names });
+  const runId = createRunId();
+  const pool =
+    userTools.length === 0
+      ? undefined
+      : createToolPool(runId, {
+          model: spec,
+          workspace,
+          grants,
+          toolModules: modules.paths,
+          toolThreads: 1,
+          env: io.env,
+          ...(approve === undefined ? {} : { approve }),
+          ...(flags.unsafeNoSandbox === true ? { unsafeNoSandbox: true } : {}),
+          ...(sandbox === undefined ? {} : { sandbox }),
+        });
+  const close = async (): Promise<void> => {
+    await mcp?.hub.close();
+    await pool?.close();
+    session?.close();
+  };
+  const builtins = mcp?.tools ?? createBuiltinRegistry({ names });
+  let tools = builtins;
+  try {
+    if (pool !== undefined) tools = builtins.with(toolsOnPool(pool, userTools));
+  } catch (error) {
+    await close();
+    throw error;
+  }
   const bus = new EventBus();
   bus.onAny((event) => {
     for (const line of chatLayout(event)) out(line);
@@ -220,7 +261,7 @@ async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
   const agent = new Agent({
     name: 'chat',
     role: 'chat',
-    runId: createRunId(),
+    runId,
     model: createModel(spec, io.env),
     tools,
     system: `You are a helpful assistant working in the user's workspace (${workspace}). Use your tools to look at files before you answer questions about them, and say so when you cannot find something. Be concise.`,
@@ -274,14 +315,12 @@ async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
     } finally {
       io.signal?.removeEventListener('abort', onInterrupt);
       releaseWarnings();
-      await mcp?.hub.close();
-      session?.close();
+      await close();
     }
     return EXIT.ok;
   }
   if (reader === undefined) {
-    await mcp?.hub.close();
-    session?.close();
+    await close();
     return EXIT.ok;
   }
   const turn = new AbortController();
@@ -333,8 +372,7 @@ async function runChat(io: CliIo, flags: ChatFlags): Promise<number> {
     io.signal?.removeEventListener('abort', onInterrupt);
     releaseWarnings();
     reader.close();
-    await mcp?.hub.close();
-    session?.close();
+    await close();
   }
   if (interactive) io.stdout.write('\n');
   return EXIT.ok;
