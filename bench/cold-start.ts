@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { median } from './stats.js';
 
 /**
  * Cold start of the `troupe` binary, measured with repeated process starts:
@@ -110,14 +111,6 @@ function timeRun(root: string): Promise<{ coordinator: number; subAgent: number 
       finish(new Error(`troupe run exited ${code} before any sub-agent called its model`)),
     );
   });
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? (sorted[middle] as number)
-    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
 }
 
 /** `starts` process starts of each kind for each build root, interleaved; medians. */

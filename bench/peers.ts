@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { PeerWorkload, PhaseMeasurement } from './fanout-phases.js';
+import { median } from './stats.js';
 
 /**
  * `npm run bench -- --peers` (issue 18): the same fan-out on troupe, on the
@@ -86,14 +87,6 @@ function runProcess(impl: PeerImpl, workload: PeerWorkload): PhaseMeasurement {
   if (measured.wrong !== 0)
     throw new Error(`${impl} at N=${workload.n}: ${measured.wrong} agents did not run as asked`);
   return measured;
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? (sorted[middle] as number)
-    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
 }
 
 const round = (value: number, digits: number): number => Number(value.toFixed(digits));

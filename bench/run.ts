@@ -22,6 +22,7 @@ import { natsServerPath, startNatsCluster } from './nats.js';
 import { peersSection, type Spread, spreadOf } from './peers.js';
 import { type ScaleMeasurement, scaleFanout } from './scale.js';
 import { sdkPathSection } from './sdk-path.js';
+import { median } from './stats.js';
 import { burnTool, noopTool } from './tools.js';
 
 /**
@@ -404,14 +405,6 @@ async function journaledFanout(n: number): Promise<Measurement> {
     journal.close();
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? (sorted[middle] as number)
-    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
 }
 
 // Each measurement in a fresh process: its peak RSS and its JIT state are its own.
