@@ -104,7 +104,9 @@ function answer(body: ChatBody, response: ServerResponse): void {
 
 const server = createServer(async (request, response) => {
   if (request.method === 'GET' && request.url === '/stats') {
-    response.writeHead(200, { 'content-type': 'application/json' });
+    // Closed after the answer: the bench asks again minutes later, after this server may
+    // have dropped an idle kept-alive socket under the client's next request.
+    response.writeHead(200, { 'content-type': 'application/json', connection: 'close' });
     response.end(JSON.stringify({ requests, connections }));
     return;
   }

@@ -756,6 +756,9 @@ if (caseIndex !== -1) {
     // Only the side-by-side table of troupe, the floor and the peers (issue 18), merged.
     const file = join(root, 'bench', 'results', 'latest.json');
     const peers = peersSection(false, { latencyMs: LATENCY_MS, turns: TURNS, repeats: REPEATS });
+    // Written at once too: the SDK path runs for minutes after it.
+    const before = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+    writeFileSync(file, `${JSON.stringify({ ...before, peers }, null, 2)}\n`);
     const sdkPath = await sdkPathSection({
       n: SDK_PATH_N,
       latencyMs: LATENCY_MS,

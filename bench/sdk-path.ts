@@ -59,7 +59,7 @@ function startServer(
 }
 
 async function stats(url: string): Promise<{ requests: number; connections: number }> {
-  const response = await fetch(`${url}/stats`);
+  const response = await fetch(`${url}/stats`, { headers: { connection: 'close' } });
   return (await response.json()) as { requests: number; connections: number };
 }
 
