@@ -21,7 +21,7 @@ interface Waiting {
  * message. A fan-out writes thousands of spawns, journal entries and
  * results a second; the client's request path makes a promise, a timer and
  * an Error (with its stack) for each, which showed up in the profile of the
- * NATS fan-out as a fifth of a node's main-thread time. Unanswered writes
+ * NATS fan-out as a sixth of a node's main-thread time. Unanswered writes
  * fail after `timeoutMs`, swept once a second.
  */
 export class StreamWriter {
