@@ -136,5 +136,5 @@ describe.skipIf(natsServerBinary() === undefined)('NATS placement', () => {
     expect(onB).toHaveLength(4);
     expect(onA).toHaveLength(1);
     expect(onB).toEqual(expect.arrayContaining(['scout-1', 'scout-2', 'analyst-1']));
-  }, 120_000);
+  }, 300_000);
 });
