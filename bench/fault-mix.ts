@@ -1,6 +1,6 @@
 import type { ModelSpec } from '../src/model/model.js';
 import type { ScriptStep } from '../src/model/script.js';
-import { type AnyRole, defineRole } from '../src/roles/role.js';
+import { type AnyRole, defineRole, userTool } from '../src/roles/role.js';
 
 /**
  * The fault mix of issue 11, shared by its test (test/integration/isolation.test.ts)
@@ -68,14 +68,14 @@ export function faultMixRoles(): AnyRole[] {
     name: 'healthy',
     description: 'h',
     system: 'h',
-    tools: ['echo'],
+    tools: [userTool('echo')],
   });
   const faulty = FAULT_KINDS.map((kind) =>
     defineRole({
       name: kind,
       description: kind,
       system: kind,
-      tools: TOOL_OF[kind] === undefined ? [] : [TOOL_OF[kind] as string],
+      tools: TOOL_OF[kind] === undefined ? [] : [userTool(TOOL_OF[kind] as string)],
       // A model fault is retried twice, quickly, then fails with its cause.
       retry: { maxRetries: 2, backoffMs: 10 },
     }),

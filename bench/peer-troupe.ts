@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { EventBus } from '../src/events/bus.js';
 import { TraceWriter } from '../src/events/trace.js';
 import type { ModelSpec } from '../src/model/model.js';
-import { defineRole } from '../src/roles/role.js';
+import { defineRole, userTool } from '../src/roles/role.js';
 import { Runtime } from '../src/runtime/runtime.js';
 import {
   type FanoutRun,
@@ -48,7 +48,7 @@ export async function troupePhases(
     name: 'worker',
     description: 'Runs the benchmark workload.',
     system: 'You run the benchmark.',
-    tools: ['noop'],
+    tools: [userTool('noop')],
     retry: 'fail_fast',
   });
   const runtime = new Runtime({

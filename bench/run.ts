@@ -10,7 +10,7 @@ import { TraceWriter } from '../src/events/trace.js';
 import type { ModelSpec } from '../src/model/model.js';
 import { ScriptedModel } from '../src/model/providers/scripted.js';
 import type { Script } from '../src/model/script.js';
-import { defineRole } from '../src/roles/role.js';
+import { defineRole, userTool } from '../src/roles/role.js';
 import { createNatsTransport } from '../src/runtime/nats-setup.js';
 import { FileJournal } from '../src/runtime/resume/journal.js';
 import { Runtime } from '../src/runtime/runtime.js';
@@ -107,14 +107,14 @@ const bencher = defineRole({
   name: 'bencher',
   description: 'b',
   system: 'You run the benchmark.',
-  tools: ['noop', 'burn_cpu'],
+  tools: [userTool('noop'), userTool('burn_cpu')],
   retry: 'fail_fast',
 });
 const quick = defineRole({
   name: 'quick',
   description: 'q',
   system: 'q',
-  tools: ['flood_progress'],
+  tools: [userTool('flood_progress')],
   model: { provider: 'scripted', script: QUICK },
   retry: 'fail_fast',
 });

@@ -50,8 +50,8 @@ export {
 } from './roles/builtin.js';
 export type { Channel } from './roles/channel.js';
 export { defineChannel } from './roles/channel.js';
-export type { Role, RoleDefinition } from './roles/role.js';
-export { defineRole } from './roles/role.js';
+export type { Role, RoleDefinition, RoleTool, RoleToolName, UserToolName } from './roles/role.js';
+export { defineRole, userTool } from './roles/role.js';
 // The actor runtime.
 export type { ActorResult, AgentRef, SpawnOptions } from './runtime/actors/actor.js';
 export { Runtime } from './runtime/runtime.js';

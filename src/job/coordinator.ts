@@ -271,6 +271,8 @@ export async function runJob(options: JobOptions): Promise<JobResult> {
       makeEvent({ runId: runtime.runId, agentId: COORDINATOR_ID, role: COORDINATOR_ID }, payload),
     );
   };
+  // Role mistakes (a tool module's names among them) fail before the first model call.
+  await runtime.checkRoles();
   runtime.registerRoot(COORDINATOR_ID, { model: spec, task });
   emit({ type: 'run.started', task });
   emit({ type: 'agent.spawned', task, model: describeModel(spec), depth: 0 });

@@ -34,7 +34,12 @@ export function adaptRole(
     for (const tier of missing) tiers.add(tier);
   }
   if (dropped.length === 0) return { role };
-  if (dropped.some((name) => role.requiredTools?.includes(name) === true)) return { role };
+  if (
+    dropped.some(
+      (name) => (role.requiredTools as readonly string[] | undefined)?.includes(name) === true,
+    )
+  )
+    return { role };
   const without = dropped.join(', ');
   const needs = [...tiers].join(', ');
   const adapted: AnyRole = Object.freeze({

@@ -8,7 +8,8 @@ import {
 import { TroupeError } from '../errors.js';
 import { MCP_SERVER_NAME_PATTERN, type McpRoleAccess } from '../mcp/config.js';
 import type { ModelSpec } from '../model/model.js';
-import { toolJsonSchema } from '../tools/tool.js';
+import type { BuiltinToolName } from '../tools/catalogue.js';
+import { type AnyTool, toolJsonSchema } from '../tools/tool.js';
 import { type AnyChannel, publishToolName, toChannelSpec } from './channel.js';
 import type { MailboxOptions, RoleSpec } from './role-spec.js';
 
@@ -51,6 +52,36 @@ export const DEFAULT_RETRY: Readonly<RetryPolicy> = Object.freeze({
   periodMs: 60_000,
 });
 
+declare const USER_TOOL: unique symbol;
+
+/** The name of a tool from the user's tool modules, as `userTool(name)` makes it. */
+export type UserToolName = string & { readonly [USER_TOOL]: true };
+
+/**
+ * A tool as a role lists it: a built-in tool's name (checked by TypeScript,
+ * so `'read_fiel'` does not compile), a tool object made with `defineTool`
+ * (its name is used), or `userTool('name')` for a tool of the user's tool
+ * modules named by string. Every name is checked again when the roles load.
+ */
+export type RoleTool = RoleToolName | AnyTool;
+
+/** A tool name as a defined role holds it. */
+export type RoleToolName = BuiltinToolName | UserToolName;
+
+/**
+ * Names a tool of the user's tool modules in a role's `tools` when the tool
+ * object is not imported. TypeScript cannot know these names, so this is
+ * the explicit way past its check of built-in names; the name is checked
+ * against the loaded tool modules when the roles load (the CLI's `--roles`,
+ * a Runtime's construction or `runJob`).
+ *
+ * @example
+ * defineRole({ name: 'triager', description: '…', system: '…', tools: ['read_file', userTool('search_tickets')] });
+ */
+export function userTool(name: string): UserToolName {
+  return name as UserToolName;
+}
+
 /** What `defineRole` takes. */
 export interface RoleDefinition<TOutput = unknown> {
   /** Lowercase, e.g. `researcher`; actors are named `<name>-<n>`. */
@@ -59,15 +90,15 @@ export interface RoleDefinition<TOutput = unknown> {
   description: string;
   /** The system prompt of every actor of this role. */
   system: string;
-  /** Names of the tools the role may use (built-in catalogue or user tool modules). */
-  tools?: readonly string[] | undefined;
+  /** The tools the role may use: built-in names, tool objects, or `userTool(name)` (see RoleTool). */
+  tools?: readonly RoleTool[] | undefined;
   /**
    * Tools the role cannot work without. A built-in tool that needs a tier the
    * run does not grant is otherwise dropped (the role adapts, with a
    * `role.adapted` event); a required one makes the role fail at spawn, before
    * any model call, with the `--allow` fix.
    */
-  requiredTools?: readonly string[] | undefined;
+  requiredTools?: readonly RoleTool[] | undefined;
   /** The model, when not the runtime's default. */
   model?: ModelSpec | undefined;
   /** Model calls per Agent run (default 10). */
@@ -113,9 +144,9 @@ export interface Role<TOutput = unknown> {
   readonly name: string;
   readonly description: string;
   readonly system: string;
-  readonly tools: readonly string[];
+  readonly tools: readonly RoleToolName[];
   /** Tools the role cannot work without (optional so roles made before it still fit). */
-  readonly requiredTools?: readonly string[] | undefined;
+  readonly requiredTools?: readonly RoleToolName[] | undefined;
   readonly model: ModelSpec | undefined;
   readonly maxSteps: number;
   readonly publishes: readonly AnyChannel[];
@@ -179,8 +210,8 @@ export function defineRole<TOutput = unknown>(definition: RoleDefinition<TOutput
       `Role ${name}: retry.maxRetries must be a whole number, got ${retry.maxRetries}.`,
     );
   }
-  const tools = [...(definition.tools ?? [])];
-  const requiredTools = [...(definition.requiredTools ?? [])];
+  const tools = toolNames(name, 'tools', definition.tools);
+  const requiredTools = toolNames(name, 'requiredTools', definition.requiredTools);
   const stray = requiredTools.filter((tool) => !tools.includes(tool));
   if (stray.length > 0) {
     throw new TroupeError(
@@ -189,7 +220,7 @@ export function defineRole<TOutput = unknown>(definition: RoleDefinition<TOutput
     );
   }
   for (const channel of definition.publishes ?? []) {
-    if (tools.includes(publishToolName(channel.name))) {
+    if ((tools as string[]).includes(publishToolName(channel.name))) {
       throw new TroupeError(
         'usage.invalid_role',
         `Role ${name}: ${publishToolName(channel.name)} is added by publishes; do not list it in tools.`,
@@ -235,6 +266,24 @@ export function defineRole<TOutput = unknown>(definition: RoleDefinition<TOutput
         ? definition.compression
         : Object.freeze({ ...definition.compression }),
     mcp: Object.freeze((definition.mcp ?? []).map((access) => ({ ...access }))),
+  });
+}
+
+// A role's tool entries as names; JavaScript callers get told what an entry must be.
+function toolNames(
+  role: string,
+  option: string,
+  entries: readonly RoleTool[] | undefined,
+): RoleToolName[] {
+  return (entries ?? []).map((entry: unknown) => {
+    if (typeof entry === 'string' && entry !== '') return entry as RoleToolName;
+    const tool = entry as Partial<AnyTool> | null;
+    if (typeof tool === 'object' && tool !== null && typeof tool.name === 'string')
+      return tool.name as RoleToolName;
+    throw new TroupeError(
+      'usage.invalid_role',
+      `Role ${role}: ${option} holds ${JSON.stringify(entry)}; list tool names (strings) or tools made with defineTool.`,
+    );
   });
 }
 

@@ -4,6 +4,7 @@ import { builtinToolNames, isBuiltinToolName } from '../tools/catalogue.js';
 import { assertRoleGranted } from '../tools/permissions.js';
 import type { AnyTool, PermissionTier } from '../tools/tool.js';
 import { loadToolModules } from '../tools/tool-modules.js';
+import { closestName } from '../util/closest.js';
 import type { AnyRole } from './role.js';
 
 /**
@@ -42,6 +43,21 @@ export class ToolIndex {
     if (role.tools.every(isBuiltinToolName)) return this.#decide(role, grants);
     if (this.#user !== undefined || this.#loadError !== undefined)
       return this.#decide(role, grants);
+    return this.#load().then(() => this.#decide(role, grants));
+  }
+
+  /**
+   * The tools of the user modules by name, loading them first if need be;
+   * rejects with the load error (a usage error naming the module).
+   */
+  async userTools(): Promise<ReadonlyMap<string, AnyTool>> {
+    if (this.#user === undefined && this.#loadError === undefined) await this.#load();
+    if (this.#loadError !== undefined) throw this.#loadError;
+    return this.#user ?? new Map();
+  }
+
+  // Loads the user modules once; a failure is kept as the verdict of every role that needs them.
+  #load(): Promise<void> {
     this.#loading ??= loadToolModules(this.#modules).then(
       (tools) => {
         this.#user = new Map(tools.map((tool) => [tool.name, tool]));
@@ -53,7 +69,7 @@ export class ToolIndex {
             : new TroupeError('usage.invalid_option', String(error));
       },
     );
-    return this.#loading.then(() => this.#decide(role, grants));
+    return this.#loading;
   }
 
   #decide(role: AnyRole, grants: readonly PermissionTier[]): TroupeError | undefined {
@@ -78,7 +94,7 @@ export class ToolIndex {
       const known = [...builtinToolNames, ...(this.#user?.keys() ?? [])];
       return new TroupeError(
         'usage.unknown_tool',
-        `Role "${role.name}" names unknown tool${unknown.length > 1 ? 's' : ''} ${unknown.map((name) => `"${name}"`).join(', ')}. Known tools: ${known.join(', ')}.`,
+        `Role "${role.name}" names unknown tool${unknown.length > 1 ? 's' : ''} ${unknown.map((name) => `"${name}"${suggest(name, known)}`).join(', ')}. Known tools: ${known.join(', ')}.`,
       );
     }
     try {
@@ -95,4 +111,10 @@ export class ToolIndex {
         : new TroupeError('permission.denied', String(error));
     }
   }
+}
+
+// " (did you mean "read_file"?)" for a name near a known one.
+function suggest(name: string, known: readonly string[]): string {
+  const guess = closestName(name, known);
+  return guess === undefined ? '' : ` (did you mean "${guess}"?)`;
 }

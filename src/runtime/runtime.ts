@@ -8,6 +8,7 @@ import type { EventPayload, EventSink } from '../events/schema.js';
 import type { ModelSpec } from '../model/model.js';
 import type { RoleAdaptation } from '../roles/adapt.js';
 import type { AnyRole } from '../roles/role.js';
+import { checkRoles } from '../roles/role-check.js';
 import { RoleRegistry } from '../roles/role-registry.js';
 import { ToolIndex } from '../roles/tool-index.js';
 import type { ApprovalRequest, PermissionTier } from '../tools/tool.js';
@@ -66,6 +67,8 @@ export class Runtime {
   readonly #lifecycle: ActorLifecycle;
   readonly #link: HostLink;
   readonly #tools: ToolIndex;
+  // True once every role was checked against the tool modules too.
+  #rolesChecked: boolean;
   readonly #children: WorkerChildren;
   readonly #admission: Admission;
   readonly #resume: ResumeReplay;
@@ -100,6 +103,15 @@ export class Runtime {
     this.#keys =
       this.#store !== undefined || this.#journal !== undefined ? new SpawnKeys() : undefined;
     this.#tools = new ToolIndex(options.toolModules ?? [], options.mcp);
+    // Role mistakes fail here, before any model call; names only a tool module can have wait for checkRoles().
+    const hasModules = (options.toolModules?.length ?? 0) > 0;
+    checkRoles(this.#roles.all(), {
+      grants: options.grants,
+      userTools: hasModules ? undefined : new Map(),
+      mcp: options.mcp,
+      env: options.env,
+    });
+    this.#rolesChecked = !hasModules;
     this.#router = new Router({
       deliver: (actorId, message) => this.#deliver(actorId, message),
       close: (actorId, channel) => {
@@ -251,6 +263,25 @@ export class Runtime {
       down: (hostId, item) => this.#scheduler.reply(hostId, item),
     });
     return this.#toolPool;
+  }
+
+  /**
+   * Checks the roles against the user tool modules too (loading them once),
+   * as construction checked everything else: throws a usage error naming
+   * each unknown tool (with the nearest known name), each tier the run does
+   * not grant (with the `--allow` fix), and so on. `runJob` calls it before
+   * the coordinator's first model call; a no-op without tool modules.
+   */
+  async checkRoles(): Promise<void> {
+    if (this.#rolesChecked) return;
+    const userTools = await this.#tools.userTools();
+    checkRoles(this.#roles.all(), {
+      grants: this.#options.grants,
+      userTools,
+      mcp: this.#options.mcp,
+      env: this.#options.env,
+    });
+    this.#rolesChecked = true;
   }
 
   /** The run's journal, when it keeps one. */

@@ -1,4 +1,5 @@
 import { TroupeError } from '../errors.js';
+import { closestName } from '../util/closest.js';
 import { BUILTIN_TOOL_TIERS, isBuiltinToolName } from './catalogue.js';
 import { type AnyTool, type PermissionTier, PermissionTierSchema } from './tool.js';
 
@@ -25,30 +26,6 @@ export const DEFAULT_GRANTS: readonly PermissionTier[] = Object.freeze([
 /** The flag that grants tiers, for messages. */
 export const ALLOW_FLAG = '--allow';
 
-function closest(word: string, candidates: readonly string[]): string | undefined {
-  const distance = (a: string, b: string): number => {
-    const row = Array.from({ length: b.length + 1 }, (_, index) => index);
-    for (let i = 1; i <= a.length; i += 1) {
-      let previous = row[0] ?? 0;
-      row[0] = i;
-      for (let j = 1; j <= b.length; j += 1) {
-        const current = row[j] ?? 0;
-        row[j] = Math.min(
-          current + 1,
-          (row[j - 1] ?? 0) + 1,
-          previous + (a[i - 1] === b[j - 1] ? 0 : 1),
-        );
-        previous = current;
-      }
-    }
-    return row[b.length] ?? Number.POSITIVE_INFINITY;
-  };
-  const best = candidates
-    .map((candidate) => ({ candidate, score: distance(word, candidate) }))
-    .sort((a, b) => a.score - b.score)[0];
-  return best !== undefined && best.score <= 2 ? best.candidate : undefined;
-}
-
 /**
  * Parses a comma-separated tier list (`"read,network"`): trimmed,
  * case-insensitive, duplicates dropped, canonical order. `all` grants every
@@ -67,7 +44,7 @@ export function parseTiers(text: string): PermissionTier[] {
   for (const word of words) {
     const parsed = PermissionTierSchema.safeParse(word);
     if (!parsed.success) {
-      const guess = closest(word, PERMISSION_TIERS);
+      const guess = closestName(word, PERMISSION_TIERS);
       throw new TroupeError(
         'usage.invalid_option',
         `Unknown permission tier "${word}" in ${ALLOW_FLAG}. Known tiers: ${PERMISSION_TIERS.join(', ')} (or all)${guess === undefined ? '' : `; did you mean "${guess}"?`}`,

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { totalTokens } from '../../src/model/types.js';
-import { defineRole } from '../../src/roles/role.js';
+import { defineRole, userTool } from '../../src/roles/role.js';
 import { closeRuntimes, expectWellFormed, makeRuntime, ofType } from './helpers.js';
 
 const dirs: string[] = [];
@@ -16,7 +16,7 @@ const spender = defineRole({
   name: 'spender',
   description: 's',
   system: 's',
-  tools: ['wait_for_file'],
+  tools: [userTool('wait_for_file')],
 });
 
 describe('Runtime tree budget', () => {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ModelSpec } from '../../src/model/model.js';
-import { defineRole } from '../../src/roles/role.js';
+import { defineRole, userTool } from '../../src/roles/role.js';
 import { LocalTransport } from '../../src/runtime/wire/local-transport.js';
 import type { MainToWorkerInput } from '../../src/runtime/wire/protocol.js';
 import type { Transport } from '../../src/runtime/wire/transport.js';
@@ -21,11 +21,17 @@ const sibling = defineRole({
   name: 'sibling',
   description: 's',
   system: 's',
-  tools: ['wait_for_file'],
+  tools: [userTool('wait_for_file')],
   retry: { maxRetries: 3, backoffMs: 0, maxRestarts: 20 },
 });
 const faulty = (tool: string) =>
-  defineRole({ name: 'faulty', description: 'f', system: 'f', tools: [tool], retry: 'fail_fast' });
+  defineRole({
+    name: 'faulty',
+    description: 'f',
+    system: 'f',
+    tools: [userTool(tool)],
+    retry: 'fail_fast',
+  });
 
 function script(tool: string): ModelSpec {
   return {
@@ -178,7 +184,7 @@ describe('Runtime faults, with the fault tools in the actor threads', () => {
       name: 'crasher',
       description: 'c',
       system: 'c',
-      tools: ['exit_process'],
+      tools: [userTool('exit_process')],
       retry: { maxRetries: 10, backoffMs: 0, maxRestarts: 2, periodMs: 60_000 },
     });
     const { runtime, events } = makeRuntime({
@@ -202,14 +208,14 @@ describe('Runtime faults, with the fault tools in the actor threads', () => {
       description: 'l',
       system: 'l',
       canDelegate: true,
-      tools: ['exit_process'],
+      tools: [userTool('exit_process')],
       retry: { maxRetries: 1, backoffMs: 0 },
     });
     const helper = defineRole({
       name: 'helper',
       description: 'h',
       system: 'h',
-      tools: ['wait_for_cancel'],
+      tools: [userTool('wait_for_cancel')],
       retry: 'fail_fast',
     });
     const { runtime, events } = makeRuntime({

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { runJob } from '../../src/job/coordinator.js';
 import type { ModelSpec } from '../../src/model/model.js';
 import type { ScriptStep } from '../../src/model/script.js';
-import { defineRole } from '../../src/roles/role.js';
+import { defineRole, userTool } from '../../src/roles/role.js';
 import { FileJournal, readJournal } from '../../src/runtime/resume/journal.js';
 import { closeRuntimes, expectWellFormed, FAULT_TOOLS, makeRuntime, ofType } from './helpers.js';
 
@@ -22,7 +22,7 @@ const clerk = defineRole({
   name: 'clerk',
   description: 'Records one entry in the ledger.',
   system: 'You record entries.',
-  tools: ['append_ledger', 'read_file'],
+  tools: [userTool('append_ledger'), 'read_file'],
   retry: 'fail_fast',
 });
 
@@ -194,7 +194,7 @@ describe('the run journal', () => {
       name: 'crasher',
       description: 'c',
       system: 'c',
-      tools: ['append_ledger', 'exit_process'],
+      tools: [userTool('append_ledger'), userTool('exit_process')],
       retry: { maxRetries: 2, backoffMs: 0, maxRestarts: 5, periodMs: 60_000 },
     });
     const { runtime, events } = makeRuntime({

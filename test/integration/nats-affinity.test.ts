@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { AgentEvent } from '../../src/events/schema.js';
 import { findingsChannel } from '../../src/roles/builtin.js';
-import { defineRole } from '../../src/roles/role.js';
+import { defineRole, userTool } from '../../src/roles/role.js';
 import { createNatsTransport } from '../../src/runtime/nats-setup.js';
 import { Runtime } from '../../src/runtime/runtime.js';
 import type { NatsTransport } from '../../src/runtime/wire/nats/nats-transport.js';
@@ -34,14 +34,14 @@ const scout = defineRole({
   name: 'scout',
   description: 's',
   system: 's',
-  tools: ['wait_for_file'],
+  tools: [userTool('wait_for_file')],
   publishes: [findingsChannel],
 });
 const holder = defineRole({
   name: 'holder',
   description: 'h',
   system: 'h',
-  tools: ['wait_for_file'],
+  tools: [userTool('wait_for_file')],
 });
 
 function nodeOf(events: readonly AgentEvent[]): Map<string, string> {

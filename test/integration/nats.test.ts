@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AgentEvent } from '../../src/events/schema.js';
 import { findingsChannel } from '../../src/roles/builtin.js';
-import { defineRole } from '../../src/roles/role.js';
+import { defineRole, userTool } from '../../src/roles/role.js';
 import { createNatsTransport } from '../../src/runtime/nats-setup.js';
 import { Runtime } from '../../src/runtime/runtime.js';
 import type { RuntimeOptions } from '../../src/runtime/runtime-options.js';
@@ -360,7 +360,7 @@ describe.skipIf(natsServerBinary() === undefined)('NATS transport', () => {
       name: 'scout',
       description: 's',
       system: 's',
-      tools: ['wait_for_file'],
+      tools: [userTool('wait_for_file')],
       publishes: [findingsChannel],
     });
     const finding = (source: string) => ({

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { waitForEvent } from '../../src/events/bus.js';
 import { defineChannel } from '../../src/roles/channel.js';
-import { defineRole } from '../../src/roles/role.js';
+import { defineRole, userTool } from '../../src/roles/role.js';
 import { LocalTransport } from '../../src/runtime/wire/local-transport.js';
 import { closeRuntimes, expectWellFormed, makeRuntime, ofType } from './helpers.js';
 
@@ -70,7 +70,7 @@ describe('Runtime on a worker pool', () => {
     });
   });
 
-  it('fails a role at spawn, naming the tier and the flag, when a tool it requires needs an ungranted tier', async () => {
+  it('fails a role handed straight to spawn(), naming the tier and the flag, when a tool it requires needs an ungranted tier', async () => {
     const fetcher = defineRole({
       name: 'fetcher',
       description: 'Fetches pages.',
@@ -78,12 +78,12 @@ describe('Runtime on a worker pool', () => {
       tools: ['fetch_url', 'read_file'],
       requiredTools: ['fetch_url'],
     });
+    // In the runtime's roles it fails at construction (test/roles/role-check.test.ts); a role object at spawn.
     const { runtime, events } = makeRuntime({
-      roles: [fetcher],
       model: { provider: 'scripted', script: { steps: [] } },
     });
     expect(runtime.roleAdaptations.map((adaptation) => adaptation.role)).toContain('researcher');
-    const result = await runtime.spawn('fetcher', 'look things up').result;
+    const result = await runtime.spawn(fetcher, 'look things up').result;
     expect(result).toMatchObject({ status: 'failed', error: { code: 'permission.denied' } });
     expect(result.error?.message).toContain('network');
     expect(result.error?.message).toContain('--allow');
@@ -201,7 +201,7 @@ describe('Runtime on a worker pool', () => {
       name: 'waiter',
       description: 'w',
       system: 'w',
-      tools: ['wait_for_cancel'],
+      tools: [userTool('wait_for_cancel')],
       retry: 'fail_fast',
     });
     const { runtime, events } = makeRuntime({
@@ -289,7 +289,7 @@ describe('Runtime on a worker pool', () => {
       name: 'approver',
       description: 'a',
       system: 'a',
-      tools: ['ask_approval'],
+      tools: [userTool('ask_approval')],
     });
     const asked: string[] = [];
     const { runtime, events } = makeRuntime({
@@ -329,7 +329,7 @@ describe('Runtime on a worker pool', () => {
       name: 'waiter',
       description: 'w',
       system: 'w',
-      tools: ['wait_for_cancel'],
+      tools: [userTool('wait_for_cancel')],
     });
     const { runtime } = makeRuntime({
       roles: [waiter],

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ModelSpec } from '../../src/model/model.js';
-import { defineRole } from '../../src/roles/role.js';
+import { defineRole, userTool } from '../../src/roles/role.js';
 import { closeRuntimes, makeRuntime, ofType } from './helpers.js';
 
 const CONTEXT_TOOLS = fileURLToPath(new URL('../fixtures/tools/context.mjs', import.meta.url));
@@ -14,7 +14,7 @@ const checker = defineRole({
   name: 'checker',
   description: 'c',
   system: 'c',
-  tools: ['sandbox_mode'],
+  tools: [userTool('sandbox_mode')],
 });
 const model: ModelSpec = {
   provider: 'scripted',

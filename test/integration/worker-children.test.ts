@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitForEvent } from '../../src/events/bus.js';
-import { defineRole } from '../../src/roles/role.js';
+import { defineRole, userTool } from '../../src/roles/role.js';
 import { closeRuntimes, expectWellFormed, makeRuntime, ofType } from './helpers.js';
 
 const dirs: string[] = [];
@@ -24,7 +24,7 @@ const helper = defineRole({
   name: 'helper',
   description: 'h',
   system: 'h',
-  tools: ['wait_for_file'],
+  tools: [userTool('wait_for_file')],
   retry: 'fail_fast',
 });
 
@@ -122,7 +122,12 @@ describe('Worker actors that delegate', () => {
       },
       roles: [
         lead,
-        defineRole({ name: 'waiter', description: 'w', system: 'w', tools: ['wait_for_cancel'] }),
+        defineRole({
+          name: 'waiter',
+          description: 'w',
+          system: 'w',
+          tools: [userTool('wait_for_cancel')],
+        }),
       ],
     });
     const waiterFinished = waitForEvent(

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runJob } from '../../src/job/coordinator.js';
 import type { ScriptStep } from '../../src/model/script.js';
-import { defineRole } from '../../src/roles/role.js';
+import { defineRole, userTool } from '../../src/roles/role.js';
 import { closeRuntimes, expectWellFormed, makeRuntime, ofType } from '../integration/helpers.js';
 
 const dirs: string[] = [];
@@ -19,7 +19,7 @@ const worker = defineRole({
   name: 'worker',
   description: 'Does one task.',
   system: 'w',
-  tools: ['wait_for_cancel', 'wait_for_file'],
+  tools: [userTool('wait_for_cancel'), userTool('wait_for_file')],
   retry: 'fail_fast',
 });
 const workerSteps: ScriptStep[] = [
@@ -231,7 +231,7 @@ describe('coordinator tools', () => {
       name: 'spender',
       description: 's',
       system: 's',
-      tools: ['wait_for_cancel'],
+      tools: [userTool('wait_for_cancel')],
     });
     const { runtime, events } = makeRuntime({
       roles: [spender],

@@ -6,7 +6,7 @@ import type { AgentEvent } from '../../src/events/schema.js';
 import { runPipeline } from '../../src/job/pipeline.js';
 import type { ModelSpec } from '../../src/model/model.js';
 import { findingsChannel } from '../../src/roles/builtin.js';
-import { defineRole } from '../../src/roles/role.js';
+import { defineRole, userTool } from '../../src/roles/role.js';
 import { FileJournal, readJournal } from '../../src/runtime/resume/journal.js';
 import { closeRuntimes, expectWellFormed, makeRuntime, ofType } from '../integration/helpers.js';
 
@@ -21,7 +21,7 @@ const scout = defineRole({
   name: 'scout',
   description: 's',
   system: 's',
-  tools: ['wait_for_file'],
+  tools: [userTool('wait_for_file')],
   publishes: [findingsChannel],
 });
 
@@ -163,7 +163,7 @@ describe('a publisher retried after its thread died', () => {
       name: 'crier',
       description: 'c',
       system: 'c',
-      tools: ['exit_process'],
+      tools: [userTool('exit_process')],
       publishes: [findingsChannel],
       retry: { maxRetries: 2, backoffMs: 0, maxRestarts: 5, periodMs: 60_000 },
     });

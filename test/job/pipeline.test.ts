@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runPipeline } from '../../src/job/pipeline.js';
 import { findingsChannel } from '../../src/roles/builtin.js';
-import { defineRole } from '../../src/roles/role.js';
+import { defineRole, userTool } from '../../src/roles/role.js';
 import { closeRuntimes, expectWellFormed, makeRuntime, ofType } from '../integration/helpers.js';
 
 const dirs: string[] = [];
@@ -18,7 +18,7 @@ const scout = defineRole({
   name: 'scout',
   description: 's',
   system: 's',
-  tools: ['wait_for_file'],
+  tools: [userTool('wait_for_file')],
   publishes: [findingsChannel],
 });
 

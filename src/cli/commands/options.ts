@@ -5,11 +5,14 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { z } from 'zod';
 import { type CompressionSetting, DEFAULT_COMPRESS_AT } from '../../agent/history.js';
 import { errorMessage, TroupeError } from '../../errors.js';
+import type { McpServers } from '../../mcp/config.js';
 import { type ModelSpec, ModelSpecSchema } from '../../model/model.js';
 import { type AnyRole, isRole } from '../../roles/role.js';
+import { checkRoles } from '../../roles/role-check.js';
+import { RoleRegistry } from '../../roles/role-registry.js';
 import { parseTiers } from '../../tools/permissions.js';
 import type { ExecLimitsOverride, SandboxPolicy } from '../../tools/sandbox-policy.js';
-import type { PermissionTier } from '../../tools/tool.js';
+import type { AnyTool, PermissionTier } from '../../tools/tool.js';
 import { loadToolModules } from '../../tools/tool-modules.js';
 import { usageError } from '../context.js';
 
@@ -294,9 +297,10 @@ export function collect(value: string, previous: string[] | undefined): string[]
 export async function loadToolFlags(
   cwd: string,
   files: readonly string[],
-): Promise<{ paths: string[]; names: Map<string, string[]> }> {
+): Promise<{ paths: string[]; names: Map<string, string[]>; tools: AnyTool[] }> {
   const paths: string[] = [];
   const names = new Map<string, string[]>();
+  const loaded: AnyTool[] = [];
   for (const file of files) {
     const absolute = resolve(cwd, file);
     if (!existsSync(absolute)) throw usageError(`--tools ${file}: no such file (${absolute}).`);
@@ -307,12 +311,37 @@ export async function loadToolFlags(
       throw usageError(`--tools ${file}: ${errorMessage(error)}`);
     }
     paths.push(absolute);
+    loaded.push(...tools);
     names.set(
       file,
       tools.map((tool) => tool.name),
     );
   }
-  return { paths, names };
+  return { paths, names, tools: loaded };
+}
+
+/**
+ * Checks a run's roles before anything starts, fitted to its grants as the
+ * runtime will fit them (see checkRoles): unknown tools, tiers not granted
+ * (with the `--allow` fix), unknown channels and MCP servers, bad models.
+ * Throws a usage error (exit 2) naming each mistake.
+ */
+export function checkRunRoles(
+  settings: {
+    roles: readonly AnyRole[];
+    grants: readonly PermissionTier[];
+    mcp?: McpServers | undefined;
+    env: NodeJS.ProcessEnv;
+  },
+  tools: readonly AnyTool[],
+): void {
+  checkRoles(new RoleRegistry(settings.roles, settings.grants).all(), {
+    grants: settings.grants,
+    userTools: new Map(tools.map((tool) => [tool.name, tool])),
+    mcp: settings.mcp,
+    env: settings.env,
+    complete: true,
+  });
 }
 
 /** The sandbox flags shared by run and chat. */

@@ -39,6 +39,7 @@ import {
   addCompressionOptions,
   addSandboxOptions,
   type CompressionFlags,
+  checkRunRoles,
   collect,
   compressionSettingOf,
   loadRoles,
@@ -190,7 +191,7 @@ export function registerRunCommand(program: Command, io: CliIo): void {
       const tools = await loadToolFlags(cwd, flags.tools ?? []);
       const roles = flags.roles === undefined ? [] : await loadRoles(cwd, flags.roles);
       // A tool no role names is never called: say so before the run, not after.
-      const named = new Set(roles.flatMap((role) => role.tools));
+      const named = new Set<string>(roles.flatMap((role) => role.tools));
       for (const [file, names] of tools.names) {
         const unused = names.filter((name) => !named.has(name));
         if (unused.length === 0) continue;
@@ -223,6 +224,8 @@ export function registerRunCommand(program: Command, io: CliIo): void {
         nats: flags.nats,
         interactive: flags.interactive !== false,
       };
+      // Role mistakes are usage errors here, before the run starts and before any model call.
+      checkRunRoles(settings, tools.tools);
       exitWith(await executeJob(io, settings));
     },
   );
