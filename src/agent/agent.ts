@@ -417,9 +417,11 @@ export class Agent {
       return Promise.resolve(response);
     }
     const allowance = this.#config.allowance;
-    if (allowance === undefined) return this.#send(state, index, tools, call, hash, undefined);
+    // Throws budget.exceeded (caught by the loop) when the agent's own limit leaves no room.
+    const own = this.#ownRoom(state, tools);
+    if (allowance === undefined) return this.#send(state, index, tools, call, hash, own);
     return this.#reserve(allowance, state.messages, tools, state.signal).then((grant) =>
-      this.#send(state, index, tools, call, hash, grant.maxTokens).then(
+      this.#send(state, index, tools, call, hash, Math.min(grant.maxTokens, own ?? Infinity)).then(
         (response) => {
           // After model.response: the budget has counted the usage before the room is given back.
           grant.settle(response.usage);
@@ -431,6 +433,28 @@ export class Agent {
         },
       ),
     );
+  }
+
+  /**
+   * The agent's own hard token limit (a role's `budget.hardTokens`) caps a
+   * call's max_tokens as the tree budget does: at most what is left after
+   * the prompt (estimated on the high side) and the tokens used so far; when
+   * that is below the fewest output tokens worth a call, the call is not
+   * sent. Undefined without a hard limit.
+   */
+  #ownRoom(state: RunState, tools: readonly ToolSchema[]): number | undefined {
+    const { hard, used } = state.budget;
+    if (hard === undefined) return undefined;
+    const { wanted, minimum } = outputTokenLimits(this.#config.model.spec);
+    const prompt = estimatePromptTokens(state.messages, tools);
+    const left = Math.floor(hard - used - prompt);
+    if (left < minimum) {
+      throw new TroupeError(
+        'budget.exceeded',
+        `The agent's own token budget is used up: the next call needs about ${prompt.toLocaleString('en-US')} prompt tokens and at least ${minimum} output tokens, and ${used.toLocaleString('en-US')} of ${hard.toLocaleString('en-US')} tokens are used.`,
+      );
+    }
+    return Math.min(wanted, left);
   }
 
   // Room in the tree budget for one call, or a budget.exceeded error that says why there is none.

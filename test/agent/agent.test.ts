@@ -315,7 +315,7 @@ describe('Agent', () => {
   it('emits budget.warning at the soft limit and stops cleanly at the hard limit', async () => {
     const bus = new EventBus();
     const events = collect(bus);
-    const usage = { inputTokens: 40, outputTokens: 10 };
+    const usage = { inputTokens: 400, outputTokens: 100 };
     const model = new ScriptedModel({
       steps: [{ ...call('echo', { text: 'x' }), usage, repeat: true }],
     });
@@ -323,25 +323,51 @@ describe('Agent', () => {
       name: 'a',
       model,
       tools: new ToolRegistry([echoTool]),
-      budget: { softTokens: 100, hardTokens: 150 },
+      budget: { softTokens: 1000, hardTokens: 1500 },
       events: bus,
     });
 
     const result = await agent.run('go');
 
     expect(result.stopReason).toBe('budget');
-    expect(result.usage).toEqual({ inputTokens: 120, outputTokens: 30 });
+    expect(result.usage).toEqual({ inputTokens: 1200, outputTokens: 300 });
     expect(events.filter((e) => e.type === 'budget.warning')).toMatchObject([
-      { used: 100, limit: 100 },
+      { used: 1000, limit: 1000 },
     ]);
     expect(events.filter((e) => e.type === 'budget.exceeded')).toMatchObject([
-      { used: 150, limit: 150 },
+      { used: 1500, limit: 1500 },
     ]);
     // The tool calls of the turn that crossed the limit were not run, and the history is still valid.
     expect(events.filter((e) => e.type === 'tool.call')).toHaveLength(2);
     const last = agent.history.at(-1);
     expect(last?.role).toBe('tool');
     expect(last?.content).toContain('budget');
+  });
+
+  it("caps each call's max_tokens by what its own hard limit leaves, and sends none past it", async () => {
+    const usage = { inputTokens: 500, outputTokens: 400 };
+    const model = new ScriptedModel({
+      steps: [{ ...call('echo', { text: 'x' }), usage, repeat: true }],
+    });
+    const agent = new Agent({
+      name: 'a',
+      model,
+      tools: new ToolRegistry([echoTool]),
+      budget: { hardTokens: 2_000 },
+    });
+
+    const result = await agent.run('go');
+
+    // Call 1: 2,000 minus its small prompt; call 2: 1,100 minus the prompt; then 200 left is under 256: not sent.
+    expect(model.calls).toHaveLength(2);
+    const [first, second] = model.calls.map((entry) => entry.request.maxTokens ?? 0);
+    expect(first).toBeLessThan(2_000);
+    expect(first).toBeGreaterThan(1_800);
+    expect(second).toBeLessThan(1_100);
+    expect(second).toBeGreaterThan(900);
+    expect(result.stopReason).toBe('budget');
+    expect(result.steps.at(-1)?.detail).toContain("The agent's own token budget is used up");
+    expect(result.usage).toEqual({ inputTokens: 1_000, outputTokens: 800 });
   });
 
   it('compresses the middle of a long history and keeps tool calls with their results', async () => {
