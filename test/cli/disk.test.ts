@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readTrace } from '../../src/events/trace.js';
 import { CAN_MOUNT, mountTmpfs, type Tmpfs } from '../helpers/tmpfs.js';
@@ -63,7 +63,7 @@ describe('troupe run when the disk fails', () => {
         ),
       );
       expect(first.stderr).toContain(
-        `Free some space, then resume with: troupe run --resume ${runId} --out ${disk.path}`,
+        `Free some space, then resume with: troupe run --resume ${runId} --out ~/${relative(tmpdir(), disk.path)}`,
       );
       expect(first.stderr).not.toMatch(/ENOSPC|at .*\.js:\d+/);
 

@@ -1,7 +1,7 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { followTrace } from '../../src/events/follow.js';
@@ -84,7 +84,8 @@ describe('troupe (child process, offline model)', () => {
     expect(report).toContain('no language model was used');
     expect(report).toContain('### Figures side by side');
     expect(result.stdout).toMatch(/Run \S+ completed in/);
-    expect(result.stdout).toContain(`report   ${join(runDir, 'report.md')}`);
+    // Outside the working folder, inside HOME (the temporary folder here): shown with ~.
+    expect(result.stdout).toContain(`report   ~/${relative(tmpdir(), join(runDir, 'report.md'))}`);
   });
 
   it('prints only schema-valid NDJSON on stdout with --json, progress on stderr', async () => {

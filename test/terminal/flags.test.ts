@@ -1,6 +1,6 @@
 import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { anthropicReply, startMockAnthropicServer } from '../helpers/mock-anthropic-server.js';
 import { openaiReply, startMockOpenAIServer } from '../helpers/mock-openai-server.js';
@@ -230,7 +230,7 @@ describe.runIf(hasPython())('flags on a terminal (pty)', () => {
       const [runId] = readdirSync(runs);
       expect(existsSync(join(runs, runId ?? '', 'trace.jsonl'))).toBe(true);
       expect(run.screen.transcript()).toContain(
-        `trace    ${join(runs, runId ?? '', 'trace.jsonl')}`,
+        `trace    ~/${relative(tmpdir(), join(runs, runId ?? '', 'trace.jsonl'))}`,
       );
       const list = runInPty(['runs'], { cols: 200, rows: 20, env, cwd: workspace });
       expect(await list.exited).toBe(0);

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { isAbsolute, relative, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { CompressionSetting } from '../../agent/history.js';
 import { errorMessage, isTroupeError } from '../../errors.js';
@@ -32,6 +32,7 @@ import {
   usageError,
 } from '../context.js';
 import { defaultOutDir, OUT_FLAG_HELP } from '../default-out.js';
+import { displayPath } from '../display-path.js';
 import { canReadKeys, readLiveKeys } from '../live-keys.js';
 import { createPriceFunction, loadPriceTable } from '../prices.js';
 import { OTEL_FLAG_HELP, startRunObservers } from './observe.js';
@@ -246,13 +247,6 @@ function describeEnds(ends: ReadonlyMap<string, string>): string {
   return parts.length === 0 ? 'no agent had started' : parts.join(', ');
 }
 
-function show(cwd: string, path: string): string {
-  const relativePath = relative(cwd, path);
-  return relativePath !== '' && !relativePath.startsWith('..') && !isAbsolute(relativePath)
-    ? relativePath
-    : path;
-}
-
 /** The runtime options of a job run from its settings: what `startRun` passes on to the Runtime. */
 export function jobRuntimeParts(
   settings: JobSettings,
@@ -293,6 +287,8 @@ export function jobRuntimeParts(
  */
 export async function executeJob(io: CliIo, settings: JobSettings): Promise<number> {
   const cwd = io.cwd ?? process.cwd();
+  // Footer paths: relative inside the working folder, else with ~ for the home folder.
+  const show = (path: string): string => displayPath(path, cwd, io.env);
   if (settings.task === undefined && settings.resume === undefined) {
     throw usageError('troupe run needs a task.');
   }
@@ -385,7 +381,7 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
   const tracePath = paths.trace;
   if (settings.mode === 'json') {
     io.stderr.write(
-      `troupe: run ${runId}${session.resumed ? ' (resumed)' : ''} started; trace ${show(cwd, tracePath)}\n`,
+      `troupe: run ${runId}${session.resumed ? ' (resumed)' : ''} started; trace ${show(tracePath)}\n`,
     );
   }
   renderer.start?.();
@@ -410,10 +406,10 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
 
   const final = outcome.result?.final ?? '';
   const footer = [
-    `trace    ${show(cwd, tracePath)}`,
-    ...(existsSync(paths.report) ? [`report   ${show(cwd, paths.report)}`] : []),
-    ...(final.trim() !== '' ? [`answer   ${show(cwd, paths.answer)}`] : []),
-    ...(await observers.finish(tracePath, (path) => show(cwd, path))),
+    `trace    ${show(tracePath)}`,
+    ...(existsSync(paths.report) ? [`report   ${show(paths.report)}`] : []),
+    ...(final.trim() !== '' ? [`answer   ${show(paths.answer)}`] : []),
+    ...(await observers.finish(tracePath, (path) => show(path))),
   ];
   progress.write(`\n${footer.join('\n')}\n`);
   // After the run, not during it (the live view owns the terminal then): how to give adapted roles their tools back.
@@ -426,10 +422,10 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
       `troupe: role "${adaptation.role}" ran without ${adaptation.dropped.join(', ')}: the ${adaptation.tiers.join(', ')} permission${adaptation.tiers.length === 1 ? ' is' : 's are'} not granted; rerun with --allow ${fix.join(',')} to give ${adaptation.dropped.length === 1 ? 'it' : 'them'} back.\n`,
     );
   }
-  const resume = `troupe run --resume ${runId}${resolve(settings.out) === defaultOutDir(io.env) ? '' : ` --out ${show(cwd, settings.out)}`}`;
+  const resume = `troupe run --resume ${runId}${resolve(settings.out) === defaultOutDir(io.env) ? '' : ` --out ${show(settings.out)}`}`;
   if (interrupt.signal.aborted) {
     io.stderr.write(
-      `\nInterrupted: ${describeEnds(ends)}; the trace was flushed to ${show(cwd, tracePath)}.\nResume with: ${resume}\n`,
+      `\nInterrupted: ${describeEnds(ends)}; the trace was flushed to ${show(tracePath)}.\nResume with: ${resume}\n`,
     );
     return EXIT.interrupted;
   }
