@@ -201,7 +201,7 @@ describe('MCP servers as tool sources for roles', () => {
     expect(new Set(answers).size).toBe(1);
   });
 
-  it('refuses at spawn a role whose server needs an ungranted tier, with the --allow fix', async () => {
+  it('refuses a role whose server needs an ungranted tier when the Runtime is built, before any model call, with the --allow fix', () => {
     const adder = defineRole({
       name: 'adder',
       description: 'adds through MCP',
@@ -209,15 +209,13 @@ describe('MCP servers as tool sources for roles', () => {
       mcp: [{ server: 'everything' }],
       model: scripted(answer('never')),
     });
-    const { runtime } = runtimeWith([adder], ['read'] as unknown as readonly [
-      'read',
-      'exec',
-      'network',
-    ]);
-    runtime.registerRoot('coordinator', { model: runtime.defaultModel, task: 'x' });
-    const result = await runtime.spawn('adder', 'go', { parent: 'coordinator' }).result;
-    expect(result.status).toBe('failed');
-    expect(result.error?.code).toBe('permission.denied');
-    expect(result.error?.message).toContain('--allow read,exec,network');
+    expect(() =>
+      runtimeWith([adder], ['read'] as unknown as readonly ['read', 'exec', 'network']),
+    ).toThrow(
+      expect.objectContaining({
+        code: 'usage.invalid_role',
+        message: expect.stringContaining('--allow read,exec,network'),
+      }),
+    );
   });
 });
