@@ -43,7 +43,9 @@ import { burnTool, noopTool } from './tools.js';
 
 type Impl = 'troupe' | 'in-process';
 type Case =
-  | { kind: 'fanout'; impl: Impl; n: number }
+  // `options`: runtime options on top of the defaults, to try one setting by hand
+  // (`--case '{"kind":"fanout","impl":"troupe","n":1000,"options":{"toolThreads":1}}'`).
+  | { kind: 'fanout'; impl: Impl; n: number; options?: Partial<RuntimeOptions> }
   | { kind: 'cpu'; impl: Impl; n: number; latencyMs?: number }
   | { kind: 'spawn'; samples: number }
   | { kind: 'events'; actors: number; perActor: number }
@@ -366,7 +368,7 @@ async function runCase(spec: Case): Promise<Measurement> {
   switch (spec.kind) {
     case 'fanout':
       return spec.impl === 'troupe'
-        ? troupeFanout(spec.n, FANOUT)
+        ? troupeFanout(spec.n, FANOUT, spec.options)
         : inProcessFanout(spec.n, FANOUT);
     case 'cpu': {
       const script = spec.latencyMs === undefined ? CPU : cpuWithLatency(spec.latencyMs);

@@ -100,7 +100,7 @@ export interface RuntimeOptions {
    * thread's actors with it: only for tools you trust).
    */
   toolIsolation?: 'pool' | 'thread' | undefined;
-  /** Threads of the tool pool (default 2). */
+  /** The most threads of the tool pool (default 2): it starts one and starts more while all are busy. */
   toolThreads?: number | undefined;
   /** A pooled tool call not settled after this long is answered with a timeout (default 120,000 ms). */
   toolTimeoutMs?: number | undefined;

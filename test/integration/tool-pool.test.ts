@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ToolPool } from '../../src/runtime/wire/tool-pool.js';
 import { FAULT_TOOLS } from './helpers.js';
 
@@ -8,10 +8,17 @@ afterEach(async () => {
 });
 
 function makePool(
-  options: { timeoutMs?: number; blockedMs?: number; threads?: number; workerUrl?: URL } = {},
+  options: {
+    timeoutMs?: number;
+    blockedMs?: number;
+    threads?: number;
+    startThreads?: number;
+    workerUrl?: URL;
+  } = {},
 ) {
   const pool = new ToolPool({
     threads: options.threads ?? 1,
+    startThreads: options.startThreads,
     workerUrl: options.workerUrl,
     timeoutMs: options.timeoutMs,
     blockedMs: options.blockedMs,
@@ -32,6 +39,22 @@ const quiet = { progress: () => {} };
 const call = (tool: string, input: unknown = {}) => ({ tool, input, agentId: 'a-1' });
 
 describe('ToolPool', () => {
+  it('starts one thread and grows to its limit only while every thread is busy', async () => {
+    const pool = makePool({ threads: 2, blockedMs: 60_000 });
+    // Quick calls, many at once: one thread serves them and the pool does not grow.
+    const quick = Array.from({ length: 40 }, (_, index) =>
+      pool.call(call('echo', { text: String(index) }), quiet),
+    );
+    for (const handle of quick) expect(await handle.answer).toMatchObject({ ok: true });
+    expect(pool.threadCount).toBe(1);
+    // CPU-bound calls keep the one thread busy: a second one starts and takes calls.
+    const burns = Array.from({ length: 8 }, () => pool.call(call('burn', { ms: 250 }), quiet));
+    await vi.waitFor(() => expect(pool.threadCount).toBe(2), { timeout: 60_000, interval: 20 });
+    for (const handle of burns)
+      expect(await handle.answer).toEqual({ ok: true, content: 'burned 250 ms' });
+    expect(pool.threadCount).toBe(2);
+  });
+
   it('answers a call that never settles with a timeout and keeps its thread for the others', async () => {
     const pool = makePool({ timeoutMs: 300 });
     const hung = pool.call(call('never_settle'), quiet);

@@ -34,7 +34,7 @@ export function registerWorkerCommand(program: Command, io: CliIo): void {
     )
     .option(
       '--tool-threads <n>',
-      "threads per run for the run's user tools on this node (default 2)",
+      "the most threads per run for the run's user tools on this node (default 2; one starts, more while all are busy)",
       parsePositiveInteger,
     )
     .option('--name <id>', "this node's name, unique on the server (default: host name and pid)")

@@ -132,7 +132,15 @@ export class ToolHost {
     const stopped = new Promise<void>((resolve) => {
       this.#shutdown = resolve;
     });
-    this.#beat = setInterval(() => Atomics.add(this.#state, TOOL_STATE.beat, 1), BEAT_MS);
+    let loop = performance.eventLoopUtilization();
+    this.#beat = setInterval(() => {
+      // How busy this thread was since the last beat: the pool grows on it.
+      const now = performance.eventLoopUtilization();
+      const busy = performance.eventLoopUtilization(now, loop).utilization;
+      loop = now;
+      Atomics.store(this.#state, TOOL_STATE.busy, Math.round(busy * 1000));
+      Atomics.add(this.#state, TOOL_STATE.beat, 1);
+    }, BEAT_MS);
     // One sweep for call timeouts: no timer per call.
     const every = Math.max(25, Math.min(1000, Math.floor(this.#timeoutMs / 4)));
     this.#sweep = setInterval(() => this.#expire(), every);

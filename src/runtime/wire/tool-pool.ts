@@ -24,8 +24,13 @@ export interface ToolThreadLimits {
 
 /** How a tool pool is built. */
 export interface ToolPoolOptions {
-  /** Tool threads (default 2). */
+  /**
+   * The most tool threads (default 2). The pool starts `startThreads` and
+   * starts one more each time every thread it has is busy, up to this.
+   */
   threads?: number | undefined;
+  /** Tool threads started with the pool (default 1, at most `threads`). */
+  startThreads?: number | undefined;
   /** The workerData every tool thread is built from. */
   config: ToolHostConfig;
   /** A call that has not settled after this long is answered with a timeout (default 120,000 ms). */
@@ -125,6 +130,8 @@ interface ToolThread {
   reserved: boolean;
   beat: number;
   beatAt: number;
+  /** The heartbeat the last growth look saw. */
+  growBeat: number;
   /** Why the main thread stopped it, with the call it blames (if any). */
   stopped: { why: string; culprit: Origin | undefined } | undefined;
   /** The fault the thread announced before it died, with the call it names (if any). */
@@ -141,6 +148,11 @@ interface Origin {
 
 // Tool threads that die before saying ready: after this many in a row, they cannot start.
 const MAX_BOOT_FAILURES = 3;
+// How often the pool looks whether all its threads are busy, and how busy
+// (event-loop utilisation in thousandths) counts as busy.
+const GROW_EVERY_MS = 100;
+const GROW_BUSY = 600;
+const GROW_LOOKS = 3;
 
 /** The built tool-thread entry (from source it points into dist/, from dist next door). */
 export function toolWorkerUrl(): URL {
@@ -185,6 +197,8 @@ export class ToolPool {
   readonly #maxPerThread: number;
   #pool: Piscina | undefined;
   #watchdog: NodeJS.Timeout | undefined;
+  #growth: NodeJS.Timeout | undefined;
+  #busyLooks = 0;
   #nextThread = 1;
   #nextCall = 1;
   #bootFailures = 0;
@@ -253,6 +267,7 @@ export class ToolPool {
     if (this.#closing) return;
     this.#closing = true;
     clearInterval(this.#watchdog);
+    clearInterval(this.#growth);
     const closed: ToolCallAnswer = {
       ok: false,
       code: 'runtime.closed',
@@ -275,7 +290,8 @@ export class ToolPool {
   /** Starts the tool threads now (idempotent); otherwise the first call does. */
   start(): void {
     if (this.#pool !== undefined || this.#closing) return;
-    const threads = this.#options.threads ?? 2;
+    const threads = this.#maxThreads;
+    const start = Math.max(1, Math.min(threads, this.#options.startThreads ?? 1));
     this.#pool = new Piscina({
       filename: (this.#options.workerUrl ?? toolWorkerUrl()).href,
       minThreads: threads,
@@ -293,11 +309,52 @@ export class ToolPool {
     this.#pool.on('error', () => {
       // A thread's death is reported by its task's rejection; nothing more to do here.
     });
-    for (let index = 0; index < threads; index += 1) this.#startThread();
+    for (let index = 0; index < start; index += 1) this.#startThread();
+    // Most runs' tools wait on I/O and one thread serves them all; a thread
+    // costs ~23 MiB and its start-up, so more start only when needed.
+    if (start < threads) {
+      this.#growth = setInterval(() => this.#grow(), GROW_EVERY_MS);
+      this.#growth.unref();
+    }
     // One sweep for heartbeats (calls time out in their thread): no timer per call.
     const every = Math.max(25, Math.min(1000, Math.floor(this.#blockedMs / 4)));
     this.#watchdog = setInterval(() => this.#watch(), every);
     this.#watchdog.unref();
+  }
+
+  get #maxThreads(): number {
+    return this.#options.threads ?? 2;
+  }
+
+  // One more thread when every thread has been busy for GROW_LOOKS looks in a
+  // row: its event loop was at least GROW_BUSY utilised over its last heartbeat, or it holds a call and its
+  // heartbeat has not moved since the last look (synchronous code holds it).
+  // Calls waiting in its port are not counted anywhere yet, so busy is the sign.
+  #grow(): void {
+    if (this.#closing || this.#broken !== undefined) return;
+    let alive = 0;
+    let busy = 0;
+    for (const thread of this.#threads.values()) {
+      if (!thread.alive || thread.stopped !== undefined) continue;
+      alive += 1;
+      // A thread still starting: wait for it before judging.
+      if (!thread.ready) return;
+      const beat = Atomics.load(thread.state, TOOL_STATE.beat);
+      const stalled =
+        beat === thread.growBeat && Atomics.load(thread.state, TOOL_STATE.inflight) > 0;
+      thread.growBeat = beat;
+      if (stalled || Atomics.load(thread.state, TOOL_STATE.busy) >= GROW_BUSY) busy += 1;
+    }
+    if (alive >= this.#maxThreads) {
+      clearInterval(this.#growth);
+      this.#growth = undefined;
+      return;
+    }
+    // Busy for GROW_LOOKS looks in a row: a burst of quick calls is not a reason.
+    this.#busyLooks = alive > 0 && busy === alive ? this.#busyLooks + 1 : 0;
+    if (this.#busyLooks < GROW_LOOKS) return;
+    this.#busyLooks = 0;
+    this.#startThread();
   }
 
   #startThread(): void {
@@ -321,6 +378,7 @@ export class ToolPool {
       reserved: false,
       beat: 0,
       beatAt: performance.now(),
+      growBeat: -1,
       stopped: undefined,
       fatal: undefined,
       lanes: new Set(),

@@ -52,7 +52,9 @@ export interface ToolHostTask {
  *   all and those of the main thread; a thread that dies holding exactly one
  *   names it even when nothing else can;
  * - `closed`: set by the main thread while it keeps the thread empty for a
- *   suspect that must run alone: lanes send nothing new (what arrives is sent back).
+ *   suspect that must run alone: lanes send nothing new (what arrives is sent back);
+ * - `busy`: the thread's event-loop utilisation over its last heartbeat, in
+ *   thousandths (the pool starts another thread when every thread is busy).
  */
 export const TOOL_STATE = {
   beat: 0,
@@ -61,6 +63,7 @@ export const TOOL_STATE = {
   inflight: 3,
   inflightMain: 4,
   closed: 5,
+  busy: 6,
 } as const;
 
 /**
