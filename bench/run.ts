@@ -1,5 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,7 +54,12 @@ type Case =
   | { kind: 'isolation'; mode: 'thread' | 'pool' | 'mix'; n: number }
   | { kind: 'scale'; n: number }
   | { kind: 'journal'; journal: boolean; n: number }
-  | { kind: 'nats'; n: number };
+  | { kind: 'nats'; n: number }
+  | { kind: 'otel'; collector: OtelCollector; n: number };
+
+// Issue 16: the fan-out with OpenTelemetry export off, to a collector that
+// refuses connections, and to one that accepts them and never answers.
+type OtelCollector = 'off' | 'refused' | 'silent';
 
 interface Measurement {
   wallMs: number;
@@ -80,6 +87,8 @@ const ISOLATION_REPEATS = 5;
 // Issue 14: the fan-out with and without the run journal, in turns.
 const JOURNAL_N = 1000;
 const JOURNAL_REPEATS = 3;
+const OTEL_N = 1000;
+const OTEL_ROUNDS = 5;
 // The package root of this build (dist/bench/run.js → .).
 const root = join(here, '..', '..', '..');
 const COLD_STARTS = 10;
@@ -144,9 +153,11 @@ async function withRuntime<T>(
   spec: ModelSpec,
   run: (runtime: Runtime) => Promise<T>,
   extra: Partial<RuntimeOptions> = {},
+  onBus?: (bus: EventBus) => void,
 ): Promise<T> {
   const workspace = mkdtempSync(join(tmpdir(), 'troupe-bench-'));
   const bus = new EventBus();
+  onBus?.(bus);
   if (process.env['TROUPE_BENCH_REVALIDATE'] === '1') {
     const adopt = bus.adopt.bind(bus);
     bus.adopt = (event) => adopt(AgentEventSchema.parse({ ...event, seq: 0 }));
@@ -181,6 +192,7 @@ async function troupeFanout(
   n: number,
   script: Script,
   extra: Partial<RuntimeOptions> = {},
+  onBus?: (bus: EventBus) => void,
 ): Promise<Measurement> {
   return withRuntime(
     { provider: 'scripted', script },
@@ -212,7 +224,39 @@ async function troupeFanout(
       };
     },
     extra,
+    onBus,
   );
+}
+
+// The export is attached to the run's bus as `troupe run --otel` attaches it;
+// `extra` is how long closing it took after the run (its bounded last flush).
+async function otelFanout(collector: OtelCollector, n: number): Promise<Measurement> {
+  if (collector === 'off') return troupeFanout(n, FANOUT);
+  const sockets = new Set<Socket>();
+  // A collector that takes connections and requests and never answers.
+  const server = createServer(() => {});
+  server.on('connection', (socket) => sockets.add(socket));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const closeServer = () =>
+    new Promise<void>((resolve) => {
+      for (const socket of sockets) socket.destroy();
+      server.close(() => resolve());
+    });
+  if (collector === 'refused') await closeServer();
+  const { exportToOtel } = await import('../src/observe/otel-exporter.js');
+  let exporter: ReturnType<typeof exportToOtel> | undefined;
+  const measured = await troupeFanout(n, FANOUT, {}, (bus) => {
+    exporter = exportToOtel(bus, {
+      url: `http://127.0.0.1:${port}/v1/traces`,
+      onWarning: () => {},
+    });
+  });
+  const closing = performance.now();
+  await exporter?.close();
+  const extra = performance.now() - closing;
+  if (collector === 'silent') await closeServer();
+  return { ...measured, extra };
 }
 
 // Issue 11's fault mix at the fan-out's pace: N agents on 4 threads, 10% of
@@ -382,6 +426,8 @@ async function runCase(spec: Case): Promise<Measurement> {
       return eventThroughput(spec.actors, spec.perActor);
     case 'nats':
       return natsFanout(spec.n);
+    case 'otel':
+      return otelFanout(spec.collector, spec.n);
     case 'scale':
       return scaleFanout(spec.n, FANOUT, { bench: bencher, warm: quick }, toolModule) as never;
     case 'journal':
@@ -532,6 +578,46 @@ function journalSection() {
     `\njournal, N=${JOURNAL_N} fan-out (wall/ideal, cpu ms/agent): without ${journal.without.wallOverIdeal.toFixed(3)}, ${journal.without.cpuMsPerAgent.toFixed(3)}; with ${journal.with.wallOverIdeal.toFixed(3)}, ${journal.with.cpuMsPerAgent.toFixed(3)} (wall x${journal.wallRatio.toFixed(3)}, cpu x${journal.cpuRatio.toFixed(3)})`,
   );
   return journal;
+}
+
+// Issue 16's "a run with the collector down completes as fast as without
+// export": the three collectors alternating, OTEL_ROUNDS rounds, medians.
+function otelSection() {
+  const collectors: OtelCollector[] = ['off', 'refused', 'silent'];
+  const runs = new Map<OtelCollector, Measurement[]>(collectors.map((name) => [name, []]));
+  for (let round = 0; round < OTEL_ROUNDS; round += 1) {
+    for (const collector of collectors)
+      runs.get(collector)?.push(measureOnce({ kind: 'otel', collector, n: OTEL_N }));
+  }
+  const of = (collector: OtelCollector) => {
+    const list = runs.get(collector) ?? [];
+    const wallMs = median(list.map((run) => run.wallMs));
+    const coldWallMs = median(list.map((run) => run.coldWallMs ?? run.wallMs));
+    return {
+      wallOverIdeal: round(wallMs / IDEAL_MS, 3),
+      coldWallOverIdeal: round(coldWallMs / IDEAL_MS, 3),
+      cpuMsPerAgent: round(median(list.map((run) => run.cpuMs)) / OTEL_N, 3),
+      closeMs: round(median(list.map((run) => run.extra ?? 0)), 1),
+    };
+  };
+  const off = of('off');
+  const refused = of('refused');
+  const silent = of('silent');
+  const otel = {
+    n: OTEL_N,
+    rounds: OTEL_ROUNDS,
+    off,
+    refused,
+    silent,
+    refusedWallRatio: round(refused.wallOverIdeal / off.wallOverIdeal, 3),
+    silentWallRatio: round(silent.wallOverIdeal / off.wallOverIdeal, 3),
+  };
+  const line = (name: string, figures: ReturnType<typeof of>) =>
+    `${name} ${figures.wallOverIdeal.toFixed(3)} (cold ${figures.coldWallOverIdeal.toFixed(3)}), ${figures.cpuMsPerAgent.toFixed(3)} ms CPU/agent, close ${figures.closeMs.toFixed(0)} ms`;
+  console.log(
+    `\nOpenTelemetry export, N=${OTEL_N} fan-out, medians of ${OTEL_ROUNDS} alternating rounds (wall/ideal): ${line('off', off)}; ${line('collector refusing', refused)} (x${otel.refusedWallRatio.toFixed(3)}); ${line('collector never answering', silent)} (x${otel.silentWallRatio.toFixed(3)})`,
+  );
+  return otel;
 }
 
 async function orchestrate(full: boolean): Promise<void> {
@@ -744,6 +830,12 @@ if (caseIndex !== -1) {
     const journal = journalSection();
     const latest = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
     writeFileSync(file, `${JSON.stringify({ ...latest, journal }, null, 2)}\n`);
+  } else if (process.argv.includes('--otel')) {
+    // Only the OpenTelemetry figures, merged into bench/results/latest.json.
+    const file = join(root, 'bench', 'results', 'latest.json');
+    const otel = otelSection();
+    const latest = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+    writeFileSync(file, `${JSON.stringify({ ...latest, otel }, null, 2)}\n`);
   } else if (process.argv.includes('--isolation')) {
     // Only the isolation figures, merged into bench/results/latest.json.
     const file = join(here, '..', '..', '..', 'bench', 'results', 'latest.json');
