@@ -710,6 +710,9 @@ async function orchestrate(full: boolean): Promise<void> {
 
   const nats = natsSection(fanout);
   const isolation = isolationSection();
+  // With --full, the journal's and the OpenTelemetry export's costs too (issues 14 and 16).
+  const journal = full ? journalSection() : undefined;
+  const otel = full ? otelSection() : undefined;
   const peers = process.argv.includes('--peers')
     ? peersSection(full, { latencyMs: LATENCY_MS, turns: TURNS, repeats: REPEATS })
     : undefined;
@@ -729,6 +732,8 @@ async function orchestrate(full: boolean): Promise<void> {
     spawnP50Ms,
     eventsPerSecond,
     isolation,
+    ...(journal === undefined ? {} : { journal }),
+    ...(otel === undefined ? {} : { otel }),
     ...(nats === undefined ? {} : { nats }),
     ...(peers === undefined ? {} : { peers }),
     ...(sdkPath === undefined ? {} : { sdkPath }),
