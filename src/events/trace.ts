@@ -1,7 +1,7 @@
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { TroupeError } from '../errors.js';
-import { describeDiskError, writeFully } from '../util/disk-write.js';
+import { FileAppender } from '../util/disk-write.js';
 import { createJsonRedactor } from '../util/redact.js';
 import type { EventBus, Unsubscribe } from './bus.js';
 import { type AgentEvent, AgentEventSchema } from './schema.js';
@@ -32,12 +32,9 @@ export interface TraceWriterOptions {
 export class TraceWriter {
   readonly path: string;
   readonly #serialize: (value: unknown) => string;
-  #fd: number | undefined;
+  readonly #file: FileAppender;
+  #closed = false;
   #buffer: string[] = [];
-  // Bytes a failed write left unwritten: they go first at the next flush.
-  #unwritten: Buffer | undefined;
-  #failure: TroupeError | undefined;
-  readonly #onError: ((error: TroupeError) => void) | undefined;
   readonly #timer: NodeJS.Timeout;
   #pendingFlush: NodeJS.Immediate | undefined;
 
@@ -56,17 +53,16 @@ export class TraceWriter {
       );
     }
     this.path = path;
-    this.#onError = options.onError;
     this.#serialize = createJsonRedactor(options.env);
     mkdirSync(dirname(path), { recursive: true });
-    this.#fd = openSync(path, 'a');
+    this.#file = new FileAppender(openSync(path, 'a'), path, 'trace', options.onError);
     this.#timer = setInterval(() => this.flush(), options.flushIntervalMs ?? 250);
     this.#timer.unref();
   }
 
   /** Appends one event (redacted). */
   write(event: AgentEvent): void {
-    if (this.#fd === undefined) return;
+    if (this.#closed) return;
     this.#buffer.push(this.#serialize(event));
     // run.started is written at once: it holds the task and options a resume
     // needs, even for a run killed within its first flush interval.
@@ -86,33 +82,15 @@ export class TraceWriter {
 
   /** Why the last write failed, while lines are waiting to be written; undefined once all are. */
   get failure(): TroupeError | undefined {
-    return this.#failure;
+    return this.#file.failure;
   }
 
   /** Writes buffered lines to disk now. Never throws: a failed write keeps them for the next flush. */
   flush(): void {
-    if (this.#fd === undefined) return;
-    if (this.#buffer.length === 0 && this.#unwritten === undefined) return;
+    if (this.#closed) return;
     const lines = this.#buffer.length === 0 ? '' : `${this.#buffer.join('\n')}\n`;
     this.#buffer = [];
-    const data =
-      this.#unwritten === undefined
-        ? Buffer.from(lines)
-        : Buffer.concat([this.#unwritten, Buffer.from(lines)]);
-    const outcome = writeFully(this.#fd, data);
-    if (outcome.ok) {
-      this.#unwritten = undefined;
-      this.#failure = undefined;
-      return;
-    }
-    this.#unwritten = Buffer.from(outcome.rest);
-    if (this.#failure !== undefined) return;
-    this.#failure = new TroupeError(
-      'io.write_failed',
-      `cannot write the trace to ${this.path}: ${describeDiskError(outcome.error)}`,
-      { cause: outcome.error, details: { path: this.path, errno: outcome.error.code } },
-    );
-    this.#onError?.(this.#failure);
+    this.#file.append(lines);
   }
 
   /** Flushes and closes the file. Safe to call twice. */
@@ -121,14 +99,8 @@ export class TraceWriter {
     if (this.#pendingFlush !== undefined) clearImmediate(this.#pendingFlush);
     this.#pendingFlush = undefined;
     this.flush();
-    if (this.#fd !== undefined) {
-      try {
-        closeSync(this.#fd);
-      } catch {
-        // Whatever close could not write was said by flush, or is lost with the disk.
-      }
-    }
-    this.#fd = undefined;
+    this.#closed = true;
+    this.#file.close();
   }
 }
 

@@ -1,4 +1,5 @@
-import { writeSync } from 'node:fs';
+import { closeSync, writeSync } from 'node:fs';
+import { TroupeError } from '../errors.js';
 
 /**
  * Writing the run's files when the disk may fail: a short write goes on
@@ -30,6 +31,77 @@ export function writeFully(fd: number, data: string | Buffer): WriteOutcome {
     }
   }
   return { ok: true };
+}
+
+/**
+ * An append-only file (the run's trace, its journal) that never throws on
+ * write: a short write goes on where it stopped, the bytes a failed write
+ * left are kept and written first by the next `append`, and the failure is
+ * kept (`failure`, an `io.write_failed` error naming the file and the cause
+ * in words) and told to `onError` once, until a write succeeds again.
+ */
+export class FileAppender {
+  readonly path: string;
+  readonly #what: string;
+  readonly #onError: ((error: TroupeError) => void) | undefined;
+  #fd: number | undefined;
+  // Bytes a failed write left unwritten (the end of a torn line first): written before anything else.
+  #unwritten: Buffer | undefined;
+  #failure: TroupeError | undefined;
+
+  /** `what` names the file in a failure's message: "cannot write the <what> to <path>". */
+  constructor(
+    fd: number,
+    path: string,
+    what: string,
+    onError?: ((error: TroupeError) => void) | undefined,
+  ) {
+    this.#fd = fd;
+    this.path = path;
+    this.#what = what;
+    this.#onError = onError;
+  }
+
+  /** Why the last write failed, while bytes wait to be written; undefined once all are. */
+  get failure(): TroupeError | undefined {
+    return this.#failure;
+  }
+
+  /** Appends `data` after what earlier failed writes left. Never throws; cheap when there is nothing to write. */
+  append(data: string): void {
+    if (this.#fd === undefined) return;
+    if (data === '' && this.#unwritten === undefined) return;
+    const bytes = Buffer.from(data);
+    const outcome = writeFully(
+      this.#fd,
+      this.#unwritten === undefined ? bytes : Buffer.concat([this.#unwritten, bytes]),
+    );
+    if (outcome.ok) {
+      this.#unwritten = undefined;
+      this.#failure = undefined;
+      return;
+    }
+    this.#unwritten = Buffer.from(outcome.rest);
+    if (this.#failure !== undefined) return;
+    this.#failure = new TroupeError(
+      'io.write_failed',
+      `cannot write the ${this.#what} to ${this.path}: ${describeDiskError(outcome.error)}`,
+      { cause: outcome.error, details: { path: this.path, errno: outcome.error.code } },
+    );
+    this.#onError?.(this.#failure);
+  }
+
+  /** Closes the file (after one last try at what is unwritten). Safe to call twice. */
+  close(): void {
+    this.append('');
+    if (this.#fd === undefined) return;
+    try {
+      closeSync(this.#fd);
+    } catch {
+      // Whatever close could not write was said by append, or is lost with the disk.
+    }
+    this.#fd = undefined;
+  }
 }
 
 /** Error codes that mean the storage itself failed (as opposed to a path the user must change). */

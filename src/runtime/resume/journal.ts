@@ -5,7 +5,7 @@ import {
   mkdirSync,
   openSync,
   readFileSync,
-  writeSync,
+  writeFileSync,
 } from 'node:fs';
 import { dirname } from 'node:path';
 import { crc32 } from 'node:zlib';
@@ -13,7 +13,7 @@ import { z } from 'zod';
 import { type AgentJournal, type JournalEntry, JournalEntrySchema } from '../../agent/journal.js';
 import { TroupeError } from '../../errors.js';
 import type { Message } from '../../model/types.js';
-import { describeDiskError, writeFully } from '../../util/disk-write.js';
+import { FileAppender } from '../../util/disk-write.js';
 import { redactStrings } from '../../util/redact.js';
 
 /**
@@ -175,13 +175,9 @@ export class FileJournal implements Journal {
   /** Lines dropped from a torn tail when the file was opened. */
   readonly droppedLines: number;
   readonly #entries: Map<string, JournalEntry[]>;
-  #fd: number | undefined;
+  readonly #file: FileAppender;
   #buffer = '';
-  // Bytes a failed write left unwritten (the end of a torn line first): written before anything else.
-  #unwritten: Buffer | undefined;
-  #failure: TroupeError | undefined;
   readonly #redact: ((text: string) => string) | undefined;
-  readonly #onError: ((error: TroupeError) => void) | undefined;
 
   /**
    * Opens (or creates) the journal of run `runId`. An existing journal of
@@ -202,7 +198,6 @@ export class FileJournal implements Journal {
   ) {
     this.path = path;
     this.#redact = options.redact;
-    this.#onError = options.onError;
     this.runId = run.runId;
     this.task = run.task;
     mkdirSync(dirname(path), { recursive: true });
@@ -216,16 +211,16 @@ export class FileJournal implements Journal {
       }
       this.#entries = contents.entries;
       this.droppedLines = contents.droppedLines;
-      this.#fd = openSync(path, 'r+');
+      const fd = openSync(path, 'r+');
       // Cut the torn tail, so the next record starts on a line of its own.
-      ftruncateSync(this.#fd, contents.goodBytes);
-      this.#fd = reopenForAppend(this.#fd, path);
+      ftruncateSync(fd, contents.goodBytes);
+      closeSync(fd);
     } else {
       this.#entries = new Map();
       this.droppedLines = 0;
-      this.#fd = openSync(path, 'w');
-      writeSync(this.#fd, line({ journal: 1, runId: run.runId, task: run.task }));
+      writeFileSync(path, line({ journal: 1, runId: run.runId, task: run.task }));
     }
+    this.#file = new FileAppender(openSync(path, 'a'), path, 'journal', options.onError);
   }
 
   entries(key: string): readonly JournalEntry[] {
@@ -249,49 +244,19 @@ export class FileJournal implements Journal {
 
   /** Why the last write failed, while records wait to be written; undefined once all are. */
   get failure(): TroupeError | undefined {
-    return this.#failure;
+    return this.#file.failure;
   }
 
   flush(): void {
-    if (this.#fd === undefined) return;
-    if (this.#buffer === '' && this.#unwritten === undefined) return;
-    const text = Buffer.from(this.#buffer);
+    const text = this.#buffer;
     this.#buffer = '';
-    const outcome = writeFully(
-      this.#fd,
-      this.#unwritten === undefined ? text : Buffer.concat([this.#unwritten, text]),
-    );
-    if (outcome.ok) {
-      this.#unwritten = undefined;
-      this.#failure = undefined;
-      return;
-    }
-    this.#unwritten = Buffer.from(outcome.rest);
-    if (this.#failure !== undefined) return;
-    this.#failure = new TroupeError(
-      'io.write_failed',
-      `cannot write the journal to ${this.path}: ${describeDiskError(outcome.error)}`,
-      { cause: outcome.error, details: { path: this.path, errno: outcome.error.code } },
-    );
-    this.#onError?.(this.#failure);
+    this.#file.append(text);
   }
 
   close(): void {
     this.flush();
-    if (this.#fd !== undefined) {
-      try {
-        closeSync(this.#fd);
-      } catch {
-        // Whatever close could not write was said by flush, or is lost with the disk.
-      }
-    }
-    this.#fd = undefined;
+    this.#file.close();
   }
-}
-
-function reopenForAppend(fd: number, path: string): number {
-  closeSync(fd);
-  return openSync(path, 'a');
 }
 
 /** The agent side of a journal for the agent `key`, for agents in the main thread (the coordinator). */
