@@ -5,14 +5,18 @@ import { basename, join } from 'node:path';
  * Where the time goes, per layer, from V8 CPU profiles (`node --cpu-prof
  * --cpu-prof-dir <dir> …` writes one per thread):
  *
- *   node dist/bench/profile-summary.js <dir or .cpuprofile files> [--until <ms>] [--top <k>]
+ *   node dist/bench/profile-summary.js <dir or .cpuprofile files> [--from <ms>] [--until <ms>]
+ *     [--between <µs>,<µs>] [--top <k>]
  *
  * Each sample's own (self) time goes to the layer of the function it was in:
  * troupe's src folder (`troupe:runtime`, `troupe:agent` …), a package
  * (`zod`, `piscina`), Node's own JavaScript (`node`), and V8's pseudo-frames
  * (`(garbage collector)`, `(program)`: compiling, bootstrap and native work
  * not attributed to JavaScript, `(idle)`). `--until` keeps only the first
- * milliseconds of each profile (e.g. the start until the first model call).
+ * milliseconds of each profile (e.g. the start until the first model call),
+ * `--from` drops the first ones (e.g. a process's start and its cold run);
+ * `--between <start>,<end>` keeps a window of the monotonic clock in µs
+ * (`process.hrtime.bigint() / 1000n`), the same one in every process.
  */
 
 interface ProfileNode {
@@ -44,8 +48,14 @@ function layerOf(frame: ProfileNode['callFrame']): string {
   return 'other';
 }
 
-function summarize(file: string, untilMs: number, top: number): void {
+function summarize(file: string, fromMs: number, untilMs: number, top: number): void {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+  // A window on the monotonic clock (µs, as process.hrtime.bigint() / 1000n gives) is the same in
+  // every process of the machine: the cluster's processes measured over one run.
+  if (between !== undefined) {
+    fromMs = (between[0] - profile.startTime) / 1000;
+    untilMs = (between[1] - profile.startTime) / 1000;
+  }
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const layers = new Map<string, number>();
   const functions = new Map<string, number>();
@@ -55,6 +65,7 @@ function summarize(file: string, untilMs: number, top: number): void {
     const deltaUs = profile.timeDeltas[index] ?? 0;
     elapsedUs += deltaUs;
     if (elapsedUs > untilMs * 1000) break;
+    if (elapsedUs < fromMs * 1000) continue;
     const node = byId.get(profile.samples[index] ?? -1);
     if (node === undefined) continue;
     const layer = layerOf(node.callFrame);
@@ -81,8 +92,14 @@ const argValue = (name: string, fallback: number): number => {
   const index = process.argv.indexOf(name);
   return index === -1 ? fallback : Number(process.argv[index + 1]);
 };
+const fromMs = argValue('--from', 0);
 const untilMs = argValue('--until', Number.POSITIVE_INFINITY);
 const top = argValue('--top', 10);
+const betweenIndex = process.argv.indexOf('--between');
+const between =
+  betweenIndex === -1
+    ? undefined
+    : ((process.argv[betweenIndex + 1] ?? '').split(',').map(Number) as [number, number]);
 const inputs = process.argv
   .slice(2)
   .filter((arg, index, all) => !arg.startsWith('--') && !all[index - 1]?.startsWith('--'));
@@ -97,5 +114,5 @@ for (const input of inputs) {
         .sort()
         .map((name) => join(input, name))
     : [input];
-  for (const file of files) summarize(file, untilMs, top);
+  for (const file of files) summarize(file, fromMs, untilMs, top);
 }

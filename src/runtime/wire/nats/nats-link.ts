@@ -12,8 +12,12 @@ import { StreamWriter } from './stream-writer.js';
 export const STREAMS = {
   /** Spawn requests, one message per actor attempt; each is taken by exactly one node. */
   work: 'TROUPE_WORK',
-  /** Actors' journals: the last message per subject holds an actor's model responses. */
-  journal: 'TROUPE_JOURNAL',
+  /**
+   * Actors' journals: batches of model responses, one message per node and
+   * turn (see JournalLog). Wire 3's `TROUPE_JOURNAL` (the whole list per
+   * actor subject) is no longer written; it ages out.
+   */
+  responses: 'TROUPE_RESPONSES',
   /** Finished actors' stored results: the last message per subject holds one, for a resume elsewhere. */
   results: 'TROUPE_RESULTS',
 } as const;
@@ -41,7 +45,9 @@ export const subjects = {
   downAll: (node: string): string => `troupe.run.*.node.${token(node)}`,
   beat: (runId: string): string => `troupe.run.${token(runId)}.beat`,
   beatAll: 'troupe.run.*.beat',
-  journal: (runId: string, key: string): string => `troupe.journal.${token(runId)}.${token(key)}`,
+  responses: (runId: string, node: string): string =>
+    `troupe.responses.${token(runId)}.${token(node)}`,
+  responsesOf: (runId: string): string => `troupe.responses.${token(runId)}.*`,
   result: (runId: string, key: string): string => `troupe.results.${token(runId)}.${token(key)}`,
   results: (runId: string): string => `troupe.results.${token(runId)}.>`,
   nodesPing: 'troupe.nodes.ping',
@@ -176,13 +182,12 @@ export async function ensureStreams(link: NatsLink, deadAfterMs: number): Promis
   await ensure(
     () =>
       link.jsm.streams.add({
-        name: STREAMS.journal,
-        subjects: ['troupe.journal.>'],
+        name: STREAMS.responses,
+        subjects: ['troupe.responses.>'],
         storage: StorageType.File,
-        max_msgs_per_subject: 1,
         max_age: maxAge,
       }),
-    () => link.jsm.streams.info(STREAMS.journal),
+    () => link.jsm.streams.info(STREAMS.responses),
   );
   await ensure(
     () =>

@@ -18,7 +18,7 @@ import {
  */
 
 /** The version of this wire; a node refuses work of another one with an error that says so. */
-export const NATS_WIRE_VERSION = 3;
+export const NATS_WIRE_VERSION = 4;
 
 /**
  * One coordinator process of a run. A resumed coordinator is a new session
@@ -184,8 +184,22 @@ export const DownBatchSchema = z.object({
 export type DownItem = z.infer<typeof DownBatchSchema>['items'][number];
 export type DownItemInput = z.input<typeof DownBatchSchema>['items'][number];
 
-/** An actor's journal: its model responses in call order (the last message on its subject). */
-export const JournalSchema = z.object({ responses: z.array(ModelResponseSchema) });
+/**
+ * Model responses of one actor, from call `from` (1-based) on, written by
+ * one chain: one node's hosting of one spawn of the actor. A chain's first
+ * entry starts at call 1 (the responses it replayed, then its own).
+ */
+export const JournalEntrySchema = z.object({
+  /** The actor's result key (its id when it has none): the same for every attempt and node. */
+  key: z.string(),
+  chain: z.string(),
+  from: z.number().int().positive(),
+  responses: z.array(ModelResponseSchema),
+});
+export type JournalEntry = z.infer<typeof JournalEntrySchema>;
+
+/** One message of a node's journal batches (`troupe.responses.<runId>.<node>`): what one turn recorded. */
+export const JournalBatchSchema = z.object({ entries: z.array(JournalEntrySchema) });
 
 /** What a node reports about itself (heartbeats and `troupe nodes`). */
 export const NodeInfoSchema = z.object({

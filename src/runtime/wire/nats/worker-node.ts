@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Consumer, JsMsg } from '@nats-io/jetstream';
 import type { Msg, Subscription } from '@nats-io/transport-node';
@@ -13,6 +13,7 @@ import {
   type WorkerWireItem,
 } from '../protocol.js';
 import { ToolPool } from '../tool-pool.js';
+import { JournalLog } from './journal-log.js';
 import {
   ensureStreams,
   ensureWorkConsumer,
@@ -29,7 +30,6 @@ import {
   type DownItem,
   decode,
   encode,
-  JournalSchema,
   NATS_WIRE_VERSION,
   type NodeInfo,
   type Session,
@@ -78,6 +78,9 @@ interface NodeActor {
   /** Every model response of the actor so far (replayed and live): its journal. */
   journal: ModelResponse[];
   journalWrite: Promise<unknown>;
+  /** This hosting's chain in the journal (see JournalLog), and whether it has written its first entry. */
+  chain: string;
+  chainStarted: boolean;
   /** It runs elsewhere now or its attempt is over: nothing of it goes up any more. */
   dropped: boolean;
 }
@@ -88,6 +91,8 @@ interface NodeRun {
   /** The coordinator session whose actors it hosts; a later one (a resumed coordinator) replaces it. */
   session: Session;
   transport: LocalTransport;
+  /** The run's actor journals: written in batches, read when an actor is taken over. */
+  journal: JournalLog;
   /** Where the run's user tools run on this node: its threads have direct lanes to the actor threads. */
   tools: ToolPool | undefined;
   hosts: Map<number, { load: number; defined: Set<string> }>;
@@ -124,6 +129,9 @@ export class WorkerNode {
   readonly #hashes = new Map<string, string>();
   readonly #work = new WorkDecoder();
   readonly #startedAt = Date.now();
+  // Names this process's journal chains: a node restarted under the same name writes other ones.
+  readonly #instance = randomBytes(4).toString('hex');
+  #chains = 0;
   #held = 0;
   /** Pulls waiting for a free slot. */
   readonly #slotWaiters: (() => void)[] = [];
@@ -327,6 +335,7 @@ export class WorkerNode {
     }
     // An older spawn of the actor is still here (its drop is on the way): this one replaces it.
     if (existing !== undefined) this.#drop(existing, 'a later spawn of it came');
+    this.#chains += 1;
     const actor: NodeActor = {
       actorId,
       work,
@@ -336,6 +345,8 @@ export class WorkerNode {
       pending: [],
       journal: [],
       journalWrite: Promise.resolve(),
+      chain: `${this.#instance}.${this.#chains}`,
+      chainStarted: false,
       dropped: false,
     };
     run.actors.set(actorId, actor);
@@ -354,7 +365,7 @@ export class WorkerNode {
     }
     if (work.readJournal || actor.msg.info.deliveryCount > 1) {
       try {
-        actor.journal = await this.#readJournal(run.runId, journalKey(work));
+        actor.journal = await run.journal.read(journalKey(work));
       } catch (error) {
         // Starting without its journal would pay for its finished calls again: let it come back.
         this.#log(
@@ -425,14 +436,6 @@ export class WorkerNode {
     return hash;
   }
 
-  async #readJournal(runId: string, key: string): Promise<ModelResponse[]> {
-    const stored = await this.#link.jsm.streams.getMessage(STREAMS.journal, {
-      last_by_subj: subjects.journal(runId, key),
-    });
-    if (stored === null) return [];
-    return decode(stored.data, JournalSchema, 'A journal').responses;
-  }
-
   #claim(actor: NodeActor, replayed: number): void {
     actor.run.up.push({
       type: 'node.claimed',
@@ -478,6 +481,12 @@ export class WorkerNode {
       runId: work.runId,
       session: work.session,
       transport,
+      journal: new JournalLog({
+        link: this.#link,
+        runId: work.runId,
+        node: this.#options.name,
+        log: (line) => this.#log(line),
+      }),
       tools: undefined,
       hosts: new Map(),
       actors: new Map(),
@@ -693,15 +702,18 @@ export class WorkerNode {
     }
   }
 
-  // The whole journal each time: the stream keeps the last message per subject, so a reader gets one message.
+  // The new response, in this turn's batch of the run's journal; a chain's first entry holds every
+  // response from call 1, those it replayed too, so a reader needs no other chain to replay it.
   #writeJournal(actor: NodeActor): Promise<unknown> {
-    const subject = subjects.journal(actor.run.runId, journalKey(actor.work));
-    const payload = encode({ responses: actor.journal });
-    actor.journalWrite = actor.journalWrite
-      .then(() => this.#link.writer.publish(subject, payload))
-      .catch((error: unknown) => {
-        this.#log(`could not write the journal of ${actor.actorId}: ${errorMessage(error)}`);
-      });
+    const step = actor.journal.length;
+    const from = actor.chainStarted ? step : 1;
+    actor.chainStarted = true;
+    actor.journalWrite = actor.run.journal.write({
+      key: journalKey(actor.work),
+      chain: actor.chain,
+      from,
+      responses: actor.journal.slice(from - 1),
+    });
     return actor.journalWrite;
   }
 
