@@ -6,13 +6,19 @@
  * linking aborts the whole process (`FATAL ERROR: v8::Module::IsGraphAsync`,
  * seen when a thread's first task arrives while piscina is still preloading
  * the file). Piscina's `require()` of this file is plain CommonJS, and the
- * one `import()` of the ES-module entry is made here, once per thread.
+ * one `import()` of the ES-module entry is made here, once per thread, as
+ * soon as piscina loads this file.
  */
 // biome-ignore lint/suspicious/noExplicitAny: the task is checked by the entry it is handed to.
 type HostActors = (task: any) => Promise<void>;
-let entry: Promise<HostActors> | undefined;
+// Started when piscina loads this file, as the thread starts: the host's
+// modules load while the thread waits for its task (a pool may start before
+// its run is known, see thread-start.ts). A failed load rejects the task.
+const entry: Promise<HostActors> = import('./agent-worker.js').then(
+  (loaded: { default: HostActors }) => loaded.default,
+);
+entry.catch(() => undefined);
 
 module.exports = function hostActors(task: unknown): Promise<void> {
-  entry ??= import('./agent-worker.js').then((loaded: { default: HostActors }) => loaded.default);
   return entry.then((run) => run(task));
 };

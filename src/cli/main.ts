@@ -4,6 +4,7 @@ import type { CliIo } from './context.js';
 import { EXIT } from './exit-codes.js';
 import { helpAfter } from './help-text.js';
 import { packageRoot } from './package-root.js';
+import { prestartAgentThreads } from './prestart.js';
 
 export type { CliIo } from './context.js';
 
@@ -186,6 +187,8 @@ export async function main(argv: readonly string[] = process.argv): Promise<numb
     signal: interrupt.signal,
     interrupt: onSignal,
   };
+  // A run's agent threads start now, while the command's modules load.
+  prestartAgentThreads(requestedCommand(argv), argv.slice(2));
   try {
     return await runCli(argv, io);
   } finally {

@@ -3,13 +3,28 @@ import { plainError, TroupeError } from '../errors.js';
 import { makeEvent } from './envelope.js';
 import { AgentEventSchema, EVENT_TYPES, type UnsequencedEvent } from './schema.js';
 
-// The event union without `seq`: what producers emit before the bus stamps it.
-const UnsequencedEventSchema = z.discriminatedUnion(
-  'type',
-  (AgentEventSchema.options as readonly z.ZodObject[]).map((option) =>
-    option.omit({ seq: true }),
-  ) as unknown as [z.ZodObject, ...z.ZodObject[]],
+// The event schemas by type, as AgentEventSchema has them (with `seq`).
+const SEQUENCED: ReadonlyMap<string, z.ZodObject> = new Map(
+  (AgentEventSchema.options as readonly z.ZodObject[]).map((option) => [
+    String((option.shape['type'] as z.ZodLiteral<string>).value),
+    option,
+  ]),
 );
+
+// The event union without `seq`: what producers emit before the bus stamps it.
+// Made on first use (only an event the compiled check refuses needs it):
+// building ~30 object schemas costs a cold thread tens of milliseconds.
+let unsequenced: z.ZodDiscriminatedUnion<z.ZodObject[]> | undefined;
+function unsequencedEventSchema(): z.ZodDiscriminatedUnion<z.ZodObject[]> {
+  unsequenced ??= z.discriminatedUnion(
+    'type',
+    [...SEQUENCED.values()].map((option) => option.omit({ seq: true })) as unknown as [
+      z.ZodObject,
+      ...z.ZodObject[],
+    ],
+  );
+  return unsequenced;
+}
 
 const KNOWN_TYPES: ReadonlySet<string> = new Set(EVENT_TYPES);
 
@@ -208,14 +223,19 @@ function objectCheck(schema: Schema): Check {
   };
 }
 
-// One compiled check per event type: the discriminated union's own lookup,
-// without zod's per-field allocations.
-const CHECKS: ReadonlyMap<string, Check> = new Map(
-  UnsequencedEventSchema.options.map((option) => [
-    String((option.shape['type'] as z.ZodLiteral<string>).value),
-    compileCheck(option),
-  ]),
-);
+// One compiled check per event type, compiled on its first event: the
+// discriminated union's own lookup, without zod's per-field allocations.
+const CHECKS = new Map<string, Check>();
+function checkOf(type: string): Check | undefined {
+  let check = CHECKS.get(type);
+  if (check === undefined) {
+    const option = SEQUENCED.get(type);
+    if (option === undefined) return undefined;
+    check = compileCheck(option.omit({ seq: true }));
+    CHECKS.set(type, check);
+  }
+  return check;
+}
 
 /**
  * Validates an event where it is produced. Each event is validated exactly
@@ -225,10 +245,10 @@ const CHECKS: ReadonlyMap<string, Check> = new Map(
  * wrong, never dropped silently.
  */
 export function checkEvent(event: UnsequencedEvent): UnsequencedEvent {
-  const check = CHECKS.get(event.type);
+  const check = checkOf(event.type);
   if (check?.(event) === true) return event;
   // The compiled check said no (or does not know the type): zod decides and explains.
-  const parsed = UnsequencedEventSchema.safeParse(event);
+  const parsed = unsequencedEventSchema().safeParse(event);
   if (parsed.success) return event;
   const error = new TroupeError(
     'runtime.protocol',
@@ -248,8 +268,8 @@ export function checkEvent(event: UnsequencedEvent): UnsequencedEvent {
  * zod when it says no, which throws a ZodError saying what is wrong.
  */
 export function assertEvent(event: UnsequencedEvent): void {
-  if (CHECKS.get(event.type)?.(event) === true) return;
-  UnsequencedEventSchema.parse(event);
+  if (checkOf(event.type)?.(event) === true) return;
+  unsequencedEventSchema().parse(event);
 }
 
 /**

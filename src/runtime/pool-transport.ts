@@ -1,7 +1,7 @@
-import { availableParallelism } from 'node:os';
 import type { RuntimeOptions } from './runtime-options.js';
 import { LocalTransport } from './wire/local-transport.js';
 import type { HostConfig } from './wire/protocol.js';
+import { DEFAULT_AGENT_THREAD_LIMITS, defaultAgentThreads } from './wire/thread-start.js';
 import { type ToolLaneLinks, ToolPool } from './wire/tool-pool.js';
 
 /**
@@ -10,13 +10,11 @@ import { type ToolLaneLinks, ToolPool } from './wire/tool-pool.js';
  * environment.
  */
 export function createPoolTransport(runId: string, options: RuntimeOptions): LocalTransport {
-  const threads = options.threads ?? Math.min(4, Math.max(1, availableParallelism()));
+  const threads = options.threads ?? defaultAgentThreads();
   return new LocalTransport({
     threads,
     config: hostConfigOf(runId, options),
-    // A small young generation per thread: about 20 MiB less RSS per thread
-    // in the fan-out benchmark, at no measurable CPU cost (docs/PERFORMANCE.md).
-    resourceLimits: { maxYoungGenerationSizeMb: 4, ...options.threadLimits },
+    resourceLimits: { ...DEFAULT_AGENT_THREAD_LIMITS, ...options.threadLimits },
     // The same bound as the tool threads': a host silent this long is stopped, its culprit named.
     blockedMs: options.blockedThreadMs ?? 5000,
   });

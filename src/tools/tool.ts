@@ -146,6 +146,24 @@ export function defineTool<TParameters extends z.ZodObject, TOutput>(
   };
 }
 
+/**
+ * `tool` with another `execute`. Its JSON Schema is still made on first use
+ * (a spread `{ ...tool }` would read the getter and convert the schema now:
+ * ~25 ms per worker thread for the built-in tools, before any actor runs).
+ */
+export function withExecute<TTool extends AnyTool>(
+  tool: TTool,
+  execute: AnyTool['execute'],
+): TTool {
+  return Object.defineProperties(
+    {},
+    {
+      ...Object.getOwnPropertyDescriptors(tool),
+      execute: { value: execute, enumerable: true, writable: true, configurable: true },
+    },
+  ) as TTool;
+}
+
 /** The JSON Schema of a zod object, as providers want it (input shape, no `$schema`). */
 export function toolJsonSchema(parameters: z.ZodType): Record<string, unknown> {
   const schema = z.toJSONSchema(parameters, { io: 'input', unrepresentable: 'any' }) as Record<

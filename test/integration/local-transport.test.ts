@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TroupeError } from '../../src/errors.js';
-import { LocalTransport } from '../../src/runtime/wire/local-transport.js';
+import { agentWorkerUrl, LocalTransport } from '../../src/runtime/wire/local-transport.js';
 import type { WorkerWireItem } from '../../src/runtime/wire/protocol.js';
+import { adoptPrestartedPool, prestartAgentPool } from '../../src/runtime/wire/thread-start.js';
 import type { TransportHandlers } from '../../src/runtime/wire/transport.js';
 
 const open: LocalTransport[] = [];
@@ -55,6 +56,30 @@ function startTransport() {
 }
 
 describe('LocalTransport', () => {
+  it('adopts threads prestarted with its shape, and its hosts get the config with their task', async () => {
+    const shape = { filename: agentWorkerUrl().href, threads: 1 };
+    prestartAgentPool(shape);
+    const { transport, next } = startTransport();
+    const [first] = transport.hosts();
+    expect(await next((entry) => entry.kind === 'ready')).toEqual({ kind: 'ready', hostId: first });
+    // Handed over once: nothing is waiting any more.
+    expect(adoptPrestartedPool(shape)).toBeUndefined();
+    expect(transport.threadCount).toBe(1);
+  });
+
+  it('does not adopt prestarted threads of another shape', async () => {
+    prestartAgentPool({ filename: agentWorkerUrl().href, threads: 1 });
+    expect(
+      adoptPrestartedPool({
+        filename: agentWorkerUrl().href,
+        threads: 1,
+        resourceLimits: { maxOldGenerationSizeMb: 64 },
+      }),
+    ).toBeUndefined();
+    // The mismatched pool was dropped, not kept for a later transport.
+    expect(adoptPrestartedPool({ filename: agentWorkerUrl().href, threads: 1 })).toBeUndefined();
+  });
+
   it('stops a host told to terminate before its thread reported ready, and replaces it', async () => {
     const { transport, next } = startTransport();
     const [first] = transport.hosts();

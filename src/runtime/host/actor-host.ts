@@ -4,14 +4,14 @@ import { errorMessage, serializeError, TroupeError } from '../../errors.js';
 import { checkEvent } from '../../events/event-check.js';
 import type { UnsequencedEvent } from '../../events/schema.js';
 import type { McpRoleAccess } from '../../mcp/config.js';
-import { McpHub } from '../../mcp/hub.js';
+import type { McpHub } from '../../mcp/hub.js';
 import { createModel, type Model, type ModelSpec } from '../../model/model.js';
 import { ScriptedModel } from '../../model/providers/scripted.js';
 import { emptyUsage, type ModelResponse } from '../../model/types.js';
 import type { DelegateInput } from '../../roles/delegation-tools.js';
 import type { ActorResult } from '../../roles/result.js';
 import { ToolRegistry } from '../../tools/registry.js';
-import type { AnyTool, ToolContext } from '../../tools/tool.js';
+import { type AnyTool, type ToolContext, withExecute } from '../../tools/tool.js';
 import { loadToolModules } from '../../tools/tool-modules.js';
 import { captureWarnings } from '../../util/warnings.js';
 import { Batcher } from '../wire/batcher.js';
@@ -44,6 +44,8 @@ export interface ActorHostOptions {
   threadId?: number | undefined;
   /** Shared with the main thread's watchdog (HOST_STATE): heartbeat and whose tool runs. */
   state?: SharedArrayBuffer | undefined;
+  /** The MCP clients of the config's servers (`ActorHost.create` makes them when it has some). */
+  mcp?: McpHub | undefined;
 }
 
 // How often the thread says it is alive (the main thread's watchdog reads it).
@@ -110,16 +112,7 @@ export class ActorHost {
       post: (item) => this.#out.push(item),
       approve: (actorId, request) => this.#requests.approve(actorId, request),
     });
-    this.#mcp =
-      config.mcp === undefined || Object.keys(config.mcp).length === 0
-        ? undefined
-        : new McpHub({
-            servers: config.mcp,
-            workspace: config.workspace,
-            grants: config.grants,
-            env: this.#env ?? process.env,
-            unsafeNoSandbox: config.unsafeNoSandbox,
-          });
+    this.#mcp = options.mcp;
     // Posted at once, not batched: an actor that blocks the thread from its
     // first turn must not hide that the thread started (a thread that dies
     // before it says so counts as one that cannot start).
@@ -148,13 +141,12 @@ export class ActorHost {
     try {
       let user = await loadToolModules(config.toolModules);
       if (config.isolateTools === true) {
-        user = user.map((tool) => ({
-          ...tool,
-          execute: (input: unknown, context: ToolContext) => {
+        user = user.map((tool) =>
+          withExecute(tool, (input: unknown, context: ToolContext) => {
             if (built === undefined) throw new TroupeError('internal', 'The host is not built.');
             return built.#pooled(tool.name, input, context);
-          },
-        }));
+          }),
+        );
       }
       // A user tool with a built-in's name replaces it.
       const userNames = new Set(user.map((tool) => tool.name));
@@ -166,10 +158,22 @@ export class ActorHost {
           : new TroupeError('usage.invalid_option', errorMessage(error), { cause: error });
     }
     if (options.state !== undefined) tools = namedTools(tools, options.state);
+    // Loaded only by a run with MCP servers: most threads never need the MCP client code.
+    const mcp =
+      config.mcp === undefined || Object.keys(config.mcp).length === 0
+        ? undefined
+        : new (await import('../../mcp/hub.js')).McpHub({
+            servers: config.mcp,
+            workspace: config.workspace,
+            grants: config.grants,
+            env: config.env === undefined ? process.env : { ...config.env },
+            unsafeNoSandbox: config.unsafeNoSandbox,
+          });
     const host = new ActorHost(config, port, {
       tools,
       threadId: options.threadId,
       state: options.state,
+      mcp,
     });
     built = host;
     if (loadError !== undefined) {
@@ -526,9 +530,8 @@ function namedTools(tools: readonly AnyTool[], state: SharedArrayBuffer): AnyToo
   const slots = new Int32Array(state);
   const bytes = new Uint8Array(state, HOST_NAME_OFFSET);
   const encoder = new TextEncoder();
-  return tools.map((tool) => ({
-    ...tool,
-    execute: (input: unknown, context: ToolContext) => {
+  return tools.map((tool) =>
+    withExecute(tool, (input: unknown, context: ToolContext) => {
       const { written } = encoder.encodeInto(`${context.agentId}\0${tool.name}`, bytes);
       Atomics.store(slots, HOST_STATE.named, written);
       try {
@@ -536,8 +539,8 @@ function namedTools(tools: readonly AnyTool[], state: SharedArrayBuffer): AnyToo
       } finally {
         Atomics.store(slots, HOST_STATE.named, 0);
       }
-    },
-  }));
+    }),
+  );
 }
 
 // True when `value` survives a structured clone: no function or symbol inside (zod output is plain data).

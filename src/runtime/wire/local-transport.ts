@@ -4,7 +4,7 @@ import {
   type ResourceLimits,
   receiveMessageOnPort,
 } from 'node:worker_threads';
-import { Piscina } from 'piscina';
+import type { Piscina } from 'piscina';
 import { errorMessage, isTroupeError, TroupeError } from '../../errors.js';
 import { Batcher } from './batcher.js';
 import {
@@ -16,13 +16,16 @@ import {
   type MainToWorkerInput,
   parseWorkerMessage,
 } from './protocol.js';
+import { adoptPrestartedPool, agentWorkerUrl, createAgentPool } from './thread-start.js';
 import type { Transport, TransportHandlers } from './transport.js';
+
+export { agentWorkerUrl } from './thread-start.js';
 
 /** Options for the local (worker-thread) transport. */
 export interface LocalTransportOptions {
   /** Threads in the pool; each hosts many actors. */
   threads: number;
-  /** The workerData every host is built from. */
+  /** What every host is built from: sent with each host's task. */
   config: HostConfig;
   /** Per-thread memory limits; a thread past them dies and is replaced. */
   resourceLimits?: ResourceLimits | undefined;
@@ -62,17 +65,6 @@ interface LocalHost {
 const MAX_BOOT_FAILURES = 3;
 
 /**
- * The built worker entry. Workers load built JS: from source (tests run the
- * TypeScript files) it points into dist/, from dist it points next door.
- */
-export function agentWorkerUrl(): URL {
-  const here = import.meta.url;
-  return here.endsWith('.ts')
-    ? new URL('../../../dist/workers/agent-entry.cjs', here)
-    : new URL('../../../workers/agent-entry.cjs', here);
-}
-
-/**
  * Actors on a piscina pool. Each thread runs one long-lived host task that
  * owns a private MessagePort (transferred at start): every protocol item in
  * both directions goes over it, batched per event-loop turn, so ordering per
@@ -100,23 +92,22 @@ export class LocalTransport implements Transport {
     if (this.#pool !== undefined || this.#closing) return;
     this.#handlers = handlers;
     const threads = this.#options.threads;
-    this.#pool = new Piscina({
+    const shape = {
       filename: (this.#options.workerUrl ?? agentWorkerUrl()).href,
-      minThreads: threads,
-      maxThreads: threads,
-      // One host task per thread; actors are admitted by the runtime, not by piscina.
-      concurrentTasksPerWorker: 1,
-      atomics: 'disabled',
-      idleTimeout: Number.POSITIVE_INFINITY,
-      workerData: this.#options.config,
-      ...(this.#options.resourceLimits === undefined
-        ? {}
-        : { resourceLimits: this.#options.resourceLimits }),
-    });
+      threads,
+      resourceLimits: this.#options.resourceLimits,
+    };
+    // Threads the CLI started while it loaded (thread-start.ts), when they have this shape.
+    const prestarted = adoptPrestartedPool(shape);
+    const pool = prestarted?.pool ?? createAgentPool(shape);
+    this.#pool = pool;
     // Unhandled, a pool 'error' event would take the process down.
-    this.#pool.on('error', (error: unknown) => {
+    pool.on('error', (error: unknown) => {
       handlers.error(asTroupeError(error, 'The worker pool reported an error'), false);
     });
+    for (const error of prestarted?.errors ?? []) {
+      handlers.error(asTroupeError(error, 'The worker pool reported an error'), false);
+    }
     for (let index = 0; index < threads; index += 1) this.#startHost();
     const blockedMs = this.#options.blockedMs;
     if (blockedMs !== undefined) {
@@ -205,7 +196,7 @@ export class LocalTransport implements Transport {
     const id = this.#nextHostId;
     this.#nextHostId += 1;
     const state = new SharedArrayBuffer(HOST_STATE_BYTES);
-    const task: HostTask = { hostId: id, port: port2, state };
+    const task: HostTask = { hostId: id, port: port2, state, config: this.#options.config };
     const stop = new AbortController();
     const host: LocalHost = {
       id,

@@ -20,7 +20,7 @@ export { type RoleSpec, RoleSpecSchema } from '../../roles/role-spec.js';
  * made them, and travel as themselves; every other item is parsed here.
  */
 
-/** What a host is built from: the thread's workerData. */
+/** What a host is built from: its run's settings, sent with the host's task (HostTask.config). */
 export const HostConfigSchema = z.object({
   runId: z.string(),
   workspace: z.string(),
@@ -337,6 +337,12 @@ export interface HostTask {
   port: unknown;
   /** Shared with the main thread's watchdog (see HOST_STATE); absent: no watchdog. */
   state?: SharedArrayBuffer | undefined;
+  /**
+   * The run's host settings (parsed with HostConfigSchema by the thread).
+   * Sent with the task, not as piscina's workerData, so a pool's threads can
+   * start before its run is known (see thread-start.ts).
+   */
+  config: unknown;
 }
 
 /**
