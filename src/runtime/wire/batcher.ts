@@ -7,8 +7,10 @@
 export class Batcher<TItem> {
   readonly #post: (items: TItem[]) => void;
   readonly #maxItems: number;
+  readonly #lazyMs: number;
   #items: TItem[] = [];
   #scheduled = false;
+  #timer: NodeJS.Timeout | undefined;
   #closed = false;
 
   /**
@@ -17,9 +19,10 @@ export class Batcher<TItem> {
    * starts on the first while the rest are made, and short-lived objects
    * die young instead of piling up in one giant message.
    */
-  constructor(post: (items: TItem[]) => void, maxItems = 1024) {
+  constructor(post: (items: TItem[]) => void, maxItems = 1024, options: { lazyMs?: number } = {}) {
     this.#post = post;
     this.#maxItems = maxItems;
+    this.#lazyMs = options.lazyMs ?? 0;
   }
 
   /** Queues one item; it is posted at the end of this event-loop turn, in order. */
@@ -36,9 +39,35 @@ export class Batcher<TItem> {
     setImmediate(() => this.flush());
   }
 
+  /**
+   * Queues an item nobody waits for (an event on its way to a trace): it
+   * goes with the next item pushed, or after `lazyMs` (the constructor's
+   * option; without it, at the end of this turn like any item). Over a
+   * network, a post per turn is a message per turn; waiting a few
+   * milliseconds lets many turns' events share one.
+   */
+  pushLazy(item: TItem): void {
+    if (this.#lazyMs <= 0) {
+      this.push(item);
+      return;
+    }
+    if (this.#closed) return;
+    this.#items.push(item);
+    if (this.#items.length >= this.#maxItems) {
+      this.#send();
+      return;
+    }
+    if (this.#scheduled || this.#timer !== undefined) return;
+    this.#timer = setTimeout(() => this.flush(), this.#lazyMs);
+  }
+
   /** Posts what is queued now. */
   flush(): void {
     this.#scheduled = false;
+    if (this.#timer !== undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
     this.#send();
   }
 
