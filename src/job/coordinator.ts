@@ -13,7 +13,8 @@ import { sendToChild, waitForChildren } from '../runtime/actors/children.js';
 import { runDelegation } from '../runtime/actors/delegation.js';
 import { agentJournal } from '../runtime/resume/journal.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { createBuiltinRegistry } from '../tools/catalogue.js';
+import { listDirTool } from '../tools/builtin/list-dir.js';
+import { readFileTool } from '../tools/builtin/read-file.js';
 import { ToolRegistry } from '../tools/registry.js';
 import type { AnyTool } from '../tools/tool.js';
 import { decideRunStatus, type RunOutcomeFacts, runError } from './run-status.js';
@@ -136,7 +137,8 @@ function buildCoordinator(
   const allowance = runtime.allowance(COORDINATOR_ID, { lastTurn });
   const names = options.roles ?? runtime.roles.map((role) => role.name);
   const settings = runtime.toolSettings;
-  const read = createBuiltinRegistry({ names: ['list_dir', 'read_file'] }).list();
+  // The two built-ins it reads the workspace with, not the whole catalogue (whose tools it never runs).
+  const read: AnyTool[] = [listDirTool, readFileTool];
   const tools: AnyTool[] =
     options.delegation === false ? read : [...delegationToolsFor(runtime, names, state), ...read];
   return new Agent({

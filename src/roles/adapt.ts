@@ -1,4 +1,4 @@
-import { BUILTIN_TOOL_TIERS, isBuiltinToolName } from '../tools/catalogue.js';
+import { BUILTIN_TOOL_TIERS, isBuiltinToolName } from '../tools/builtin-names.js';
 import type { PermissionTier } from '../tools/tool.js';
 import type { AnyRole } from './role.js';
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { TroupeError } from '../errors.js';
 import { checkRoleMcp, type McpServers, roleMcpAccess } from '../mcp/config.js';
 import { ModelSpecSchema } from '../model/spec.js';
-import { builtinToolNames, isBuiltinToolName } from '../tools/catalogue.js';
+import { builtinToolNames, isBuiltinToolName } from '../tools/builtin-names.js';
 import { assertRoleGranted } from '../tools/permissions.js';
 import type { AnyTool, PermissionTier } from '../tools/tool.js';
 import { closestName } from '../util/closest.js';

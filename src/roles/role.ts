@@ -8,7 +8,7 @@ import {
 import { TroupeError } from '../errors.js';
 import { MCP_SERVER_NAME_PATTERN, type McpRoleAccess } from '../mcp/config.js';
 import type { ModelSpec } from '../model/model.js';
-import type { BuiltinToolName } from '../tools/catalogue.js';
+import type { BuiltinToolName } from '../tools/builtin-names.js';
 import { type AnyTool, toolJsonSchema } from '../tools/tool.js';
 import { type AnyChannel, publishToolName, toChannelSpec } from './channel.js';
 import type { MailboxOptions, RoleSpec } from './role-spec.js';

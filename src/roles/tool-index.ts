@@ -1,6 +1,6 @@
 import { TroupeError } from '../errors.js';
 import { checkRoleMcp, type McpServers, roleMcpAccess } from '../mcp/config.js';
-import { builtinToolNames, isBuiltinToolName } from '../tools/catalogue.js';
+import { builtinToolNames, isBuiltinToolName } from '../tools/builtin-names.js';
 import { assertRoleGranted } from '../tools/permissions.js';
 import type { AnyTool, PermissionTier } from '../tools/tool.js';
 import { loadToolModules } from '../tools/tool-modules.js';

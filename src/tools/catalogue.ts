@@ -7,41 +7,22 @@ import { reportProgressTool } from './builtin/report-progress.js';
 import { createSearchFilesTool, type SearchFilesToolOptions } from './builtin/search-files.js';
 import { createShellTool, type ShellToolOptions } from './builtin/shell.js';
 import { createWriteFileTool, type WriteFileToolOptions } from './builtin/write-file.js';
+import { builtinToolNames } from './builtin-names.js';
 import { ToolRegistry, type ToolRegistryOptions } from './registry.js';
 import type { PermissionTier } from './tool.js';
 import { type AnyTool, PermissionTierSchema } from './tool.js';
+
+export {
+  BUILTIN_TOOL_TIERS,
+  type BuiltinToolName,
+  builtinToolNames,
+  isBuiltinToolName,
+} from './builtin-names.js';
 
 /**
  * The built-in tool catalogue: tool names to tools, so workers can rebuild a
  * role's tools from names (functions never cross a thread).
  */
-
-/** Names of the built-in tools, in catalogue order. */
-export const builtinToolNames = [
-  'read_file',
-  'list_dir',
-  'search_files',
-  'write_file',
-  'shell',
-  'fetch_url',
-  'python',
-  'report_progress',
-] as const;
-
-/** A built-in tool name. */
-export type BuiltinToolName = (typeof builtinToolNames)[number];
-
-/** The tiers each built-in tool needs, known without building the tools. */
-export const BUILTIN_TOOL_TIERS: Readonly<Record<BuiltinToolName, readonly PermissionTier[]>> = {
-  read_file: ['read'],
-  list_dir: ['read'],
-  search_files: ['read'],
-  write_file: ['write'],
-  shell: ['exec'],
-  fetch_url: ['network'],
-  python: ['exec'],
-  report_progress: [],
-};
 
 /** Options for the built-in tools. */
 export interface BuiltinToolOptions {
@@ -50,11 +31,6 @@ export interface BuiltinToolOptions {
   fetch?: FetchToolOptions;
   searchFiles?: SearchFilesToolOptions;
   writeFile?: WriteFileToolOptions;
-}
-
-/** True when `name` is a built-in tool name. */
-export function isBuiltinToolName(name: string): name is BuiltinToolName {
-  return (builtinToolNames as readonly string[]).includes(name);
 }
 
 /** Every built-in tool, built with `options`, in catalogue order. */

@@ -1,6 +1,6 @@
 import { TroupeError } from '../errors.js';
 import { closestName } from '../util/closest.js';
-import { BUILTIN_TOOL_TIERS, isBuiltinToolName } from './catalogue.js';
+import { BUILTIN_TOOL_TIERS, isBuiltinToolName } from './builtin-names.js';
 import { type AnyTool, type PermissionTier, PermissionTierSchema } from './tool.js';
 
 /**

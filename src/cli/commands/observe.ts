@@ -3,8 +3,7 @@ import { dirname, join } from 'node:path';
 import type { EventBus } from '../../events/bus.js';
 import type { AgentEvent } from '../../events/schema.js';
 import { readTrace } from '../../events/trace.js';
-import { TIMELINE_FILE, writeTimelineHtml } from '../../observe/html-timeline.js';
-import { exportEventsToOtel, exportToOtel, type OtelExport } from '../../observe/otel-exporter.js';
+import type { OtelExport } from '../../observe/otel-exporter.js';
 import type { TimelinePrice } from '../../observe/timeline-model.js';
 import { describeDiskError, isStorageError } from '../../util/disk-write.js';
 import type { CliIo } from '../context.js';
@@ -29,17 +28,27 @@ function warn(io: CliIo): (message: string) => void {
   return (message) => io.stderr.write(`warning: ${message}\n`);
 }
 
-/** Starts the OTel export of a live run when `--otel` is on. */
-export function startRunObservers(
+/**
+ * Starts the OTel export of a live run when `--otel` is on. The exporter and
+ * the timeline's code load only when used (the export when `--otel` is on,
+ * the timeline after the run), not before the run's first model call.
+ */
+export async function startRunObservers(
   io: CliIo,
   settings: RunObserverSettings,
   bus: EventBus,
-): RunObservers {
+): Promise<RunObservers> {
   const otel: OtelExport | undefined =
-    settings.otel === true ? exportToOtel(bus, { env: io.env, onWarning: warn(io) }) : undefined;
+    settings.otel === true
+      ? (await import('../../observe/otel-exporter.js')).exportToOtel(bus, {
+          env: io.env,
+          onWarning: warn(io),
+        })
+      : undefined;
   return {
     async finish(tracePath, show) {
       const lines: string[] = [];
+      const { TIMELINE_FILE, writeTimelineHtml } = await import('../../observe/html-timeline.js');
       const target = join(dirname(tracePath), TIMELINE_FILE);
       try {
         const { events } = readTrace(tracePath);
@@ -71,6 +80,7 @@ export async function observeTrace(
   options: { price?: TimelinePrice | undefined; resolvePath: (file: string) => string },
 ): Promise<void> {
   if (flags.html !== undefined && flags.html !== false) {
+    const { TIMELINE_FILE, writeTimelineHtml } = await import('../../observe/html-timeline.js');
     const target =
       flags.html === true
         ? join(dirname(tracePath), TIMELINE_FILE)
@@ -79,6 +89,7 @@ export async function observeTrace(
     io.stdout.write(`timeline ${target}\n`);
   }
   if (flags.otel === true) {
+    const { exportEventsToOtel } = await import('../../observe/otel-exporter.js');
     const report = await exportEventsToOtel(events, { env: io.env, onWarning: warn(io) });
     io.stdout.write(
       `otel     ${report.exportedSpans} spans to ${report.url}${report.failedSpans > 0 ? ` (${report.failedSpans} not delivered)` : ''}\n`,

@@ -307,7 +307,7 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
   }
   const bus = new EventBus();
   const price = settings.prices === undefined ? undefined : createPriceFunction(settings.prices);
-  const observers = startRunObservers(io, { otel: settings.otel, price }, bus);
+  const observers = await startRunObservers(io, { otel: settings.otel, price }, bus);
   // The interactive view's c and q act on the run's runtime and on the run, made below.
   let session: RunSession | undefined;
   const interactive = settings.mode === 'live' && settings.interactive !== false && canReadKeys(io);

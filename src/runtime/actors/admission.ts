@@ -2,7 +2,7 @@ import { errorMessage, plainError, type SerializedError, TroupeError } from '../
 import type { EventPayload } from '../../events/schema.js';
 import { describeModel, type ModelSpec } from '../../model/model.js';
 import type { ToolIndex } from '../../roles/tool-index.js';
-import { isBuiltinToolName } from '../../tools/catalogue.js';
+import { isBuiltinToolName } from '../../tools/builtin-names.js';
 import type { PermissionTier } from '../../tools/tool.js';
 import type { BudgetGuard } from '../budget/budget-guard.js';
 import type { UsageLedger } from '../budget/usage-ledger.js';
