@@ -1,8 +1,9 @@
-import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { ErrorCodeSchema } from '../errors.js';
 import { type Message, ModelResponseSchema, type ToolSchema } from '../model/types.js';
 import type { ToolResult } from '../tools/registry.js';
+import { checkedJson, checkedLine } from '../util/checked-line.js';
+import { sha256Hex } from '../util/sha256.js';
 
 /** A tool result as the journal keeps it (the registry's `ToolResult`). */
 export const ToolResultSchema = z.union([
@@ -74,6 +75,34 @@ export interface AgentJournal {
   intend(entry: Extract<JournalEntry, { kind: 'tool.started' }>): Promise<void>;
 }
 
+/**
+ * A record of the agent `key` as a run journal's file holds it: the
+ * checksummed line of `{"a": key, "e": entry}`. An actor thread encodes its
+ * own records so (`actor.start` tells it its key), and the main thread
+ * appends the text as it came instead of encoding every record again.
+ */
+export function journalLine(key: string, entry: JournalEntry): string {
+  return checkedLine(JSON.stringify({ a: key, e: entry }));
+}
+
+/**
+ * The key and entry of a line made by `journalLine` (newline or not), or
+ * undefined when it fails its checksum or is no record. The entry's shape
+ * is not checked here (a resume reading the file checks it whole).
+ */
+export function readJournalLine(line: string): { key: string; entry: JournalEntry } | undefined {
+  const json = checkedJson(line.endsWith('\n') ? line.slice(0, -1) : line);
+  if (json === undefined) return undefined;
+  try {
+    const value = JSON.parse(json) as { a?: unknown; e?: unknown };
+    if (typeof value.a !== 'string' || typeof value.e !== 'object' || value.e === null)
+      return undefined;
+    return { key: value.a, entry: value.e as JournalEntry };
+  } catch {
+    return undefined;
+  }
+}
+
 /** What the model reads for a call that a crash interrupted, when the tool is not idempotent. */
 export const INTERRUPTED_RESULT: ToolResult = {
   ok: false,
@@ -86,21 +115,33 @@ export const INTERRUPTED_RESULT: ToolResult = {
   },
 };
 
+// What the offered tools add to a request's hash, per tool list (a registry's list never changes).
+const toolsParts = new WeakMap<readonly ToolSchema[], string>();
+
+function toolsPart(tools: readonly ToolSchema[]): string {
+  let part = toolsParts.get(tools);
+  if (part === undefined) {
+    part = tools
+      .map((tool) => `\u0000${tool.name}\u0000${JSON.stringify(tool.parameters)}`)
+      .join('');
+    toolsParts.set(tools, part);
+  }
+  return part;
+}
+
 /**
  * A short, stable hash of a model request (its messages and the tools the
  * model is offered): a recorded response is replayed only for the same request.
+ * The digest of the messages' JSON followed by, per tool, NUL, its name, NUL
+ * and its parameters' JSON (what journals of earlier versions hold).
  */
 export function requestHash(messages: readonly Message[], tools: readonly ToolSchema[]): string {
-  const hash = createHash('sha256');
-  hash.update(JSON.stringify(messages));
-  for (const tool of tools)
-    hash.update(`\u0000${tool.name}\u0000${JSON.stringify(tool.parameters)}`);
-  return hash.digest('hex').slice(0, 24);
+  return sha256Hex(JSON.stringify(messages) + toolsPart(tools)).slice(0, 24);
 }
 
 /** The hash an `inbox` record keeps of one message's text. */
 export function messageHash(content: string): string {
-  return createHash('sha256').update(content).digest('hex').slice(0, 16);
+  return sha256Hex(content).slice(0, 16);
 }
 
 /**

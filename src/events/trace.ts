@@ -88,7 +88,7 @@ export class TraceWriter {
   /** Writes buffered lines to disk now. Never throws: a failed write keeps them for the next flush. */
   flush(): void {
     if (this.#closed) return;
-    const lines = this.#buffer.length === 0 ? '' : `${this.#buffer.join('\n')}\n`;
+    const lines = this.#buffer;
     this.#buffer = [];
     this.#file.append(lines);
   }

@@ -1,5 +1,6 @@
 import type { CallAllowance } from '../agent/allowance.js';
 import type { CompressionSetting } from '../agent/history.js';
+import { readJournalLine } from '../agent/journal.js';
 import { plainError, TroupeError } from '../errors.js';
 import { EventBus, type Unsubscribe } from '../events/bus.js';
 import { makeEvent } from '../events/envelope.js';
@@ -61,6 +62,8 @@ export class Runtime {
   readonly #guard: BudgetGuard;
   readonly #store: ResultStore | undefined;
   readonly #journal: Journal | undefined;
+  // Above 0 while a batch from a host is taken in (HostLink.items).
+  #batchDepth = 0;
   // Stable spawn keys, for stored results and the journal.
   readonly #keys: SpawnKeys | undefined;
   readonly #scheduler: Scheduler;
@@ -125,7 +128,16 @@ export class Runtime {
     this.#scheduler = new Scheduler(
       options.transport ?? createPoolTransport(this.runId, options),
       {
-        items: (hostId, items) => this.#link.items(hostId, items),
+        items: (hostId, items) => {
+          this.#batchDepth += 1;
+          try {
+            this.#link.items(hostId, items);
+          } finally {
+            this.#batchDepth -= 1;
+            // What the batch journaled (the link flushes at its end; this covers one that threw).
+            this.#journal?.flush();
+          }
+        },
         hostDown: (hostId, error) => {
           // The calls its actors had in flight are lost: charged their prompts, their room given back.
           for (const record of this.#table.records())
@@ -151,6 +163,10 @@ export class Runtime {
       ledger: this.#ledger,
       store: this.#store,
       journal: this.#journal,
+      // Inside a batch the link flushes at its end, before anything of it reaches the trace.
+      flushJournal: () => {
+        if (this.#batchDepth === 0) this.#journal?.flush();
+      },
       supervisor: new Supervisor(),
       emit: (agentId, payload) => this.#emit(agentId, payload),
       graceMs: this.#graceMs,
@@ -174,9 +190,16 @@ export class Runtime {
       child: (actorId, request) => this.#children.answer(actorId, request),
       emit: (agentId, payload) => this.#emit(agentId, payload),
       toolCall: (request, hooks) => this.#pooled().call(request, hooks),
-      journal: (actorId, entry) => {
+      journal: (actorId, record) => {
         const key = this.#table.get(actorId)?.key;
-        if (key !== undefined) this.#journal?.append(key, entry);
+        const journal = this.#journal;
+        if (key === undefined || journal === undefined || record === undefined) return;
+        if (typeof record !== 'string') journal.append(key, record);
+        else if (journal.appendLine !== undefined) journal.appendLine(key, record);
+        else {
+          const read = readJournalLine(record);
+          if (read !== undefined) journal.append(key, read.entry);
+        }
       },
       flushJournal: () => this.#journal?.flush(),
       journalFailure: () => this.#journal?.failure?.message,

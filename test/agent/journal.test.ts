@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Agent } from '../../src/agent/agent.js';
@@ -5,10 +6,13 @@ import {
   type AgentJournal,
   INTERRUPTED_RESULT,
   type JournalEntry,
+  messageHash,
+  requestHash,
 } from '../../src/agent/journal.js';
 import type { AgentEvent, UnsequencedEvent } from '../../src/events/schema.js';
 import { ScriptedModel } from '../../src/model/providers/scripted.js';
 import type { Script } from '../../src/model/script.js';
+import type { Message, ToolSchema } from '../../src/model/types.js';
 import { ToolRegistry } from '../../src/tools/registry.js';
 import { defineTool } from '../../src/tools/tool.js';
 
@@ -225,5 +229,37 @@ describe('Agent journal', () => {
     expect((await second.run('one')).final).toBe('first');
     expect((await second.run('two')).final).toBe('second');
     expect(empty.calls).toHaveLength(0);
+  });
+});
+
+describe('requestHash', () => {
+  // Journals written by earlier versions hold hashes made this way: they must still match.
+  it('is the digest journals of earlier versions recorded, and tells requests apart', () => {
+    const messages: Message[] = [
+      { role: 'system', content: 'You check the ledger. ünïcödé ✓' },
+      { role: 'user', content: 'task 1' },
+    ];
+    const tools: ToolSchema[] = [
+      { name: 'noop', description: 'n', parameters: { type: 'object', properties: {} } },
+      {
+        name: 'burn',
+        description: 'b',
+        parameters: { type: 'object', properties: { ms: { type: 'number' } } },
+      },
+    ];
+    const before = createHash('sha256');
+    before.update(JSON.stringify(messages));
+    for (const tool of tools)
+      before.update(`\u0000${tool.name}\u0000${JSON.stringify(tool.parameters)}`);
+    expect(requestHash(messages, tools)).toBe(before.digest('hex').slice(0, 24));
+    // Asked again with the same tool list (its part is cached): the same digest.
+    expect(requestHash(messages, tools)).toBe(requestHash([...messages], tools));
+    expect(requestHash(messages, tools.slice(0, 1))).not.toBe(requestHash(messages, tools));
+    expect(requestHash([...messages, { role: 'user', content: 'more' }], tools)).not.toBe(
+      requestHash(messages, tools),
+    );
+    expect(messageHash('hello')).toBe(
+      createHash('sha256').update('hello').digest('hex').slice(0, 16),
+    );
   });
 });

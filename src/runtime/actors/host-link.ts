@@ -36,8 +36,8 @@ export interface HostLinkDeps {
   emit(agentId: string, payload: EventPayload): void;
   /** Runs a user tool's call on the tool pool (when the run isolates tools). */
   toolCall?: ((request: ToolCallRequest, hooks: ToolCallHooks) => ToolCallHandle) | undefined;
-  /** Appends an actor's journal record (no-op without a journal). */
-  journal(actorId: string, entry: JournalEntry): void;
+  /** Appends an actor's journal record, as a host encoded it (`journalLine`) or as an entry (no-op without a journal). */
+  journal(actorId: string, record: JournalEntry | string | undefined): void;
   /** Makes appended journal records durable. */
   flushJournal(): void;
   /** Why the journal cannot be written now (a full disk), if it cannot. */
@@ -130,10 +130,10 @@ export class HostLink {
             this.#asks.get(`${hostId}:${item.requestId}`)?.abort();
           break;
         case 'journal.entry':
-          this.#deps.journal(item.actorId, item.entry as JournalEntry);
+          this.#deps.journal(item.actorId, item.line ?? (item.entry as JournalEntry | undefined));
           break;
         case 'journal.intent':
-          this.#deps.journal(item.actorId, item.entry as JournalEntry);
+          this.#deps.journal(item.actorId, item.line ?? (item.entry as JournalEntry | undefined));
           intents.push(item.requestId);
           break;
         case 'host.error':

@@ -31,6 +31,12 @@ export interface LifecycleDeps {
   ledger: UsageLedger;
   store: ResultStore | undefined;
   journal: Journal | undefined;
+  /**
+   * Makes the journal's records durable before an agent.finished can reach
+   * the trace: at once, or, while a batch from a host is taken in, at that
+   * batch's end (one write for every agent that finished in it).
+   */
+  flushJournal(): void;
   supervisor: Supervisor;
   emit(agentId: string, payload: EventPayload): void;
   /** How long a cancelled actor gets before its thread is stopped, in milliseconds. */
@@ -242,7 +248,7 @@ export class ActorLifecycle {
       // A completed actor comes back from its stored result; its steps are not needed again.
       if (status === 'completed') journal.release(record.key);
       // The trace flushes at agent.finished: the journal is written first.
-      journal.flush();
+      this.#deps.flushJournal();
     }
     this.#deps.emit(record.id, {
       type: 'agent.finished',

@@ -1,5 +1,5 @@
 import type { CallAsk, CallGrant } from '../../agent/allowance.js';
-import type { AgentJournal } from '../../agent/journal.js';
+import { type AgentJournal, type JournalEntry, journalLine } from '../../agent/journal.js';
 import { errorMessage, serializeError, TroupeError } from '../../errors.js';
 import { checkEvent } from '../../events/event-check.js';
 import type { UnsequencedEvent } from '../../events/schema.js';
@@ -388,12 +388,23 @@ export class ActorHost {
   // The actor's side of the run's journal: records go to the main thread ahead of their events.
   #journalOf(start: Extract<MainToWorker, { type: 'actor.start' }>): AgentJournal {
     const actorId = start.actorId;
+    const key = start.key;
+    // Encoded here, off the main thread, which writes the line as it comes.
+    const record =
+      key === undefined
+        ? (entry: JournalEntry) => ({ entry })
+        : (entry: JournalEntry) => ({ line: journalLine(key, entry) });
     return {
       // On a NATS worker node the node's journal replays the model responses (ReplayModel); these entries only record.
       recorded: start.journal === undefined ? (start.entries ?? []) : [],
-      record: (entry) => this.#out.push({ type: 'journal.entry', actorId, entry }),
+      record: (entry) => this.#out.push({ type: 'journal.entry', actorId, ...record(entry) }),
       intend: (entry) =>
-        this.#request<void>((requestId) => ({ type: 'journal.intent', requestId, actorId, entry })),
+        this.#request<void>((requestId) => ({
+          type: 'journal.intent',
+          requestId,
+          actorId,
+          ...record(entry),
+        })),
     };
   }
 

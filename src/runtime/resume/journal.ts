@@ -8,11 +8,16 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { dirname } from 'node:path';
-import { crc32 } from 'node:zlib';
 import { z } from 'zod';
-import { type AgentJournal, type JournalEntry, JournalEntrySchema } from '../../agent/journal.js';
+import {
+  type AgentJournal,
+  type JournalEntry,
+  JournalEntrySchema,
+  readJournalLine,
+} from '../../agent/journal.js';
 import { TroupeError } from '../../errors.js';
 import type { Message } from '../../model/types.js';
+import { checkedJson, checkedLine } from '../../util/checked-line.js';
 import { FileAppender } from '../../util/disk-write.js';
 import { redactStrings } from '../../util/redact.js';
 
@@ -29,6 +34,12 @@ export interface Journal {
   entries(key: string): readonly JournalEntry[];
   /** Adds a record for the agent `key`; durable after the next `flush`. */
   append(key: string, entry: JournalEntry): void;
+  /**
+   * As `append`, for a record an actor thread already encoded with
+   * `journalLine(key, entry)`: a backend that keeps that very text takes it
+   * as it came, instead of the main thread encoding every record again.
+   */
+  appendLine?(key: string, line: string): void;
   /** Notes an actor's spawn (its key, id and role) or its end. */
   note(record: JournalNote): void;
   /** Forgets the in-memory entries of an agent that completed (its result is stored). */
@@ -84,7 +95,7 @@ function line(value: unknown, redact?: (text: string) => string): string {
   if (redact !== undefined && redact(json) !== json) {
     json = JSON.stringify(redactStrings(value, redact));
   }
-  return `${crc32(json).toString(16).padStart(8, '0')} ${json}\n`;
+  return checkedLine(json);
 }
 
 /**
@@ -149,10 +160,8 @@ export function readJournal(path: string): JournalContents {
 }
 
 function checked(raw: string): unknown {
-  const space = raw.indexOf(' ');
-  if (space !== 8) return undefined;
-  const json = raw.slice(9);
-  if (crc32(json).toString(16).padStart(8, '0') !== raw.slice(0, 8)) return undefined;
+  const json = checkedJson(raw);
+  if (json === undefined) return undefined;
   try {
     return JSON.parse(json);
   } catch {
@@ -174,9 +183,11 @@ export class FileJournal implements Journal {
   readonly task: string;
   /** Lines dropped from a torn tail when the file was opened. */
   readonly droppedLines: number;
-  readonly #entries: Map<string, JournalEntry[]>;
+  // An actor thread's records stay the lines they came as until a retry or resume asks for them.
+  readonly #entries: Map<string, Array<JournalEntry | string>>;
   readonly #file: FileAppender;
-  #buffer = '';
+  // Lines appended since the last flush, each with its newline.
+  #buffer: string[] = [];
   readonly #redact: ((text: string) => string) | undefined;
 
   /**
@@ -224,18 +235,48 @@ export class FileJournal implements Journal {
   }
 
   entries(key: string): readonly JournalEntry[] {
-    return this.#entries.get(key) ?? [];
+    const list = this.#entries.get(key);
+    if (list === undefined) return [];
+    if (!list.some((item) => typeof item === 'string')) return list as JournalEntry[];
+    const entries: JournalEntry[] = [];
+    for (const item of list) {
+      const entry = typeof item === 'string' ? readJournalLine(item)?.entry : item;
+      if (entry !== undefined) entries.push(entry);
+    }
+    this.#entries.set(key, entries);
+    return entries;
   }
 
   append(key: string, entry: JournalEntry): void {
     const list = this.#entries.get(key);
     if (list === undefined) this.#entries.set(key, [entry]);
     else list.push(entry);
-    this.#buffer += line({ a: key, e: entry }, this.#redact);
+    this.#buffer.push(line({ a: key, e: entry }, this.#redact));
+  }
+
+  appendLine(key: string, text: string): void {
+    // Another agent's line (a mistake of the sender), or one with a secret in it: encoded here.
+    if (!text.startsWith(`{"a":${JSON.stringify(key)},"e":`, 9) || !text.endsWith('\n')) {
+      const read = readJournalLine(text);
+      if (read !== undefined) this.append(key, read.entry);
+      return;
+    }
+    const redact = this.#redact;
+    if (redact !== undefined) {
+      const json = text.slice(9, -1);
+      if (redact(json) !== json) {
+        this.append(key, (readJournalLine(text) as { entry: JournalEntry }).entry);
+        return;
+      }
+    }
+    const list = this.#entries.get(key);
+    if (list === undefined) this.#entries.set(key, [text]);
+    else list.push(text);
+    this.#buffer.push(text);
   }
 
   note(record: JournalNote): void {
-    this.#buffer += line({ n: record }, this.#redact);
+    this.#buffer.push(line({ n: record }, this.#redact));
   }
 
   release(key: string): void {
@@ -248,9 +289,9 @@ export class FileJournal implements Journal {
   }
 
   flush(): void {
-    const text = this.#buffer;
-    this.#buffer = '';
-    this.#file.append(text);
+    const lines = this.#buffer;
+    this.#buffer = [];
+    this.#file.append(lines, true);
   }
 
   close(): void {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha256Hex } from '../../util/sha256.js';
 
 /**
  * Stable keys for spawned agents: a hash of the role, the task, the parent's
@@ -14,6 +14,6 @@ export class SpawnKeys {
     const triple = JSON.stringify([role, task, parentKey]);
     const occurrence = this.#seen.get(triple) ?? 0;
     this.#seen.set(triple, occurrence + 1);
-    return createHash('sha256').update(`${triple}#${occurrence}`).digest('hex').slice(0, 32);
+    return sha256Hex(`${triple}#${occurrence}`).slice(0, 32);
   }
 }

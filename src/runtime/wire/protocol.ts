@@ -306,18 +306,24 @@ export const WorkerToMainSchema = z.discriminatedUnion('type', [
   }),
   /** The actor gave up on a pooled tool call (it was cancelled). */
   z.object({ type: z.literal('tool.cancelled'), requestId: z.number().int() }),
-  /** An entry for the run's journal (a model response, a tool result), ahead of the event that announces it. */
+  /**
+   * An entry for the run's journal (a model response, a tool result), ahead
+   * of the event that announces it: `line`, encoded by the host with
+   * `journalLine` when it knows the actor's key, else `entry`.
+   */
   z.object({
     type: z.literal('journal.entry'),
     actorId: z.string(),
-    entry: JournalWireEntrySchema,
+    entry: JournalWireEntrySchema.optional(),
+    line: z.string().optional(),
   }),
   /** A tool that is not idempotent is about to run: answered once the intent is durable. */
   z.object({
     type: z.literal('journal.intent'),
     requestId: z.number().int(),
     actorId: z.string(),
-    entry: JournalWireEntrySchema,
+    entry: JournalWireEntrySchema.optional(),
+    line: z.string().optional(),
   }),
   z.object({ type: z.literal('host.error'), error: SerializedErrorSchema }),
   /** A live model response of a journaled actor: call number `step` (from 1) of the actor. */
@@ -393,8 +399,8 @@ export function parseWorkerMessage(data: unknown): {
       items.push(item as UnsequencedEvent);
       continue;
     }
-    // Pooled tool calls are the next bulk: checked by hand.
-    if (isToolRequest(item)) {
+    // Pooled tool calls and journal lines are the next bulk: checked by hand.
+    if (isToolRequest(item) || isJournalLine(item)) {
       items.push(item);
       continue;
     }
@@ -410,8 +416,9 @@ const MainToWorkerBatchSchema = z.array(MainToWorkerSchema);
 
 /** Parses one port message from the main thread: an array of items. Throws `runtime.protocol`. */
 export function parseMainMessage(data: unknown): MainToWorker[] {
-  // Answers of pooled tool calls, the bulk while tools run, are checked by hand.
-  if (Array.isArray(data) && data.every(isToolAnswer)) return data as MainToWorker[];
+  // Answers of pooled tool calls and of journal intents, the bulk while tools run, are checked by hand.
+  if (Array.isArray(data) && data.every((item) => isToolAnswer(item) || isJournalAnswer(item)))
+    return data as MainToWorker[];
   const parsed = MainToWorkerBatchSchema.safeParse(data);
   if (!parsed.success) {
     throw new TroupeError(
@@ -431,6 +438,35 @@ function isToolRequest(item: unknown): item is Extract<WorkerToMain, { type: 'to
     Number.isInteger(request.requestId) &&
     typeof request.actorId === 'string' &&
     typeof request.tool === 'string'
+  );
+}
+
+// A journal record or intent as a host encodes it (its line is written as it came).
+function isJournalLine(
+  item: unknown,
+): item is Extract<WorkerToMain, { type: 'journal.entry' | 'journal.intent' }> {
+  const record = item as Partial<
+    Extract<WorkerToMain, { type: 'journal.entry' | 'journal.intent' }>
+  > | null;
+  return (
+    typeof record === 'object' &&
+    record !== null &&
+    (record.type === 'journal.entry' ||
+      (record.type === 'journal.intent' && Number.isInteger(record.requestId))) &&
+    typeof record.actorId === 'string' &&
+    typeof record.line === 'string' &&
+    record.entry === undefined
+  );
+}
+
+function isJournalAnswer(item: unknown): boolean {
+  const answer = item as Partial<Extract<MainToWorker, { type: 'journal.answered' }>> | null;
+  return (
+    typeof answer === 'object' &&
+    answer !== null &&
+    answer.type === 'journal.answered' &&
+    Number.isInteger(answer.requestId) &&
+    (answer.refused === undefined || typeof answer.refused === 'string')
   );
 }
 

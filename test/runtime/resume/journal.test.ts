@@ -2,7 +2,7 @@ import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { JournalEntry } from '../../../src/agent/journal.js';
+import { type JournalEntry, journalLine } from '../../../src/agent/journal.js';
 import { FileJournal, readJournal } from '../../../src/runtime/resume/journal.js';
 import { createRedactor } from '../../../src/util/redact.js';
 
@@ -75,6 +75,53 @@ describe('FileJournal', () => {
     expect(contents.notes).toEqual([
       { kind: 'spawn', key: 'b', id: 'worker-1', role: 'worker', parentKey: 'a' },
     ]);
+  });
+
+  it('writes a line an actor thread encoded as it came, byte for byte what append writes', () => {
+    const byAppend = journalPath();
+    const byLine = journalPath();
+    const tool: JournalEntry = {
+      kind: 'tool',
+      step: 0,
+      callId: 'c1',
+      name: 'charge',
+      result: { ok: true, content: 'charged ✓' },
+    };
+    const appended = new FileJournal(byAppend, RUN);
+    appended.append('a', model(0, 'one'));
+    appended.append('a', tool);
+    appended.close();
+    const lines = new FileJournal(byLine, RUN);
+    lines.appendLine('a', journalLine('a', model(0, 'one')));
+    lines.appendLine('a', journalLine('a', tool));
+    // Retries and resumes get entries, whichever way they came.
+    expect(lines.entries('a')).toEqual([model(0, 'one'), tool]);
+    lines.appendLine('a', journalLine('a', model(1, 'two')));
+    expect(lines.entries('a')).toEqual([model(0, 'one'), tool, model(1, 'two')]);
+    lines.close();
+    expect(readFileSync(byLine, 'utf8').startsWith(readFileSync(byAppend, 'utf8'))).toBe(true);
+    expect(readJournal(byLine).entries.get('a')).toEqual([model(0, 'one'), tool, model(1, 'two')]);
+  });
+
+  it('files a line under the agent it came for, and redacts a line with a secret in it', () => {
+    const path = journalPath();
+    const secret = 'sk-journal-secret-value-0123456789';
+    const journal = new FileJournal(path, RUN, {
+      redact: createRedactor({ OPENAI_API_KEY: secret }),
+    });
+    // Encoded under another key (a sender's mistake): written under the right one.
+    journal.appendLine('b', journalLine('a', model(0, 'plain')));
+    journal.appendLine('b', journalLine('b', model(1, `the key is ${secret}`)));
+    expect(
+      journal.entries('b').map((entry) => entry.kind === 'model' && entry.response.content),
+    ).toEqual(['plain', `the key is ${secret}`]);
+    journal.close();
+    expect(readFileSync(path, 'utf8')).not.toContain(secret);
+    const contents = readJournal(path);
+    expect(contents.entries.get('a')).toBeUndefined();
+    expect(
+      contents.entries.get('b')?.map((entry) => entry.kind === 'model' && entry.response.content),
+    ).toEqual(['plain', 'the key is [redacted]']);
   });
 
   it('drops a torn tail and a line that fails its checksum, and appends after the good part on reopen', () => {
