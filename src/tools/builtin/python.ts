@@ -4,14 +4,8 @@ import type { OsSandboxOptions } from '../os-sandbox.js';
 import { resolveInScope } from '../sandbox.js';
 import { defineTool, type Tool } from '../tool.js';
 import { requireApproval } from './approval.js';
-import {
-  DEFAULT_EXEC_TIMEOUT_MS,
-  describeProcessResult,
-  ExecTimeoutSchema,
-  execLimitsOf,
-  type ProcessResult,
-  prepareExec,
-} from './run-process.js';
+import { DEFAULT_EXEC_TIMEOUT_MS, ExecTimeoutSchema } from './exec-params.js';
+import type { ProcessResult } from './run-process.js';
 
 /** Options for the python tool. */
 export interface PythonToolOptions {
@@ -60,6 +54,8 @@ export function createPythonTool(options: PythonToolOptions = {}): Tool<PythonIn
       const lines = input.code.split('\n').length;
       const timeoutMs = input.timeoutMs ?? defaultTimeoutMs;
       let run: () => Promise<ProcessResult>;
+      // Loaded on the first call: a thread whose actors run no program never needs it.
+      const { describeProcessResult, execLimitsOf, prepareExec } = await import('./run-process.js');
       try {
         run = await prepareExec(
           {

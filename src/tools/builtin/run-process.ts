@@ -4,7 +4,6 @@ import { mkdir, realpath } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { z } from 'zod';
 import { errorMessage, TroupeError } from '../../errors.js';
 import { lazyBuiltin } from '../../util/lazy-builtin.js';
 import { requireProtectedMounts } from '../mount-check.js';
@@ -39,6 +38,8 @@ import {
 } from './egress-proxy.js';
 import { formatBytes } from './read-file.js';
 
+export { DEFAULT_EXEC_TIMEOUT_MS, ExecTimeoutSchema } from './exec-params.js';
+
 // Loaded on the first exec call: most threads never run a program (see lazy-builtin.ts).
 const loadChildProcess = lazyBuiltin<typeof import('node:child_process')>('node:child_process');
 
@@ -47,18 +48,6 @@ const loadChildProcess = lazyBuiltin<typeof import('node:child_process')>('node:
  * on timeout, abort or too much output, and the OS sandbox unless the
  * context opted out.
  */
-
-/** How long an exec tool lets its program run when the call names no time, in milliseconds. */
-export const DEFAULT_EXEC_TIMEOUT_MS = 30_000;
-
-/** The `timeoutMs` parameter the exec tools (shell, python) share. */
-export const ExecTimeoutSchema = z
-  .number()
-  .int()
-  .min(100)
-  .max(600_000)
-  .optional()
-  .describe(`Kill the program after this many milliseconds (default ${DEFAULT_EXEC_TIMEOUT_MS}).`);
 
 /** What to run. */
 export interface RunProcessOptions {

@@ -5,13 +5,7 @@ import type { OsSandboxOptions } from '../os-sandbox.js';
 import { resolveInScope, showPath } from '../sandbox.js';
 import { defineTool, type Tool, type ToolContext } from '../tool.js';
 import { requireApproval, showCommand } from './approval.js';
-import {
-  DEFAULT_EXEC_TIMEOUT_MS,
-  describeProcessResult,
-  ExecTimeoutSchema,
-  execLimitsOf,
-  prepareExec,
-} from './run-process.js';
+import { DEFAULT_EXEC_TIMEOUT_MS, ExecTimeoutSchema } from './exec-params.js';
 import {
   checkShellCommand,
   DEFAULT_SHELL_POLICY,
@@ -79,6 +73,8 @@ export function createShellTool(options: ShellToolOptions = {}): Tool<ShellInput
       const cwd = await resolveWorkingDirectory(context, input.cwd);
       const commandLine = showCommand(input.program, input.args);
       const timeoutMs = input.timeoutMs ?? defaultTimeoutMs;
+      // Loaded on the first call: a thread whose actors run no program never needs it.
+      const { describeProcessResult, execLimitsOf, prepareExec } = await import('./run-process.js');
       const run = await prepareExec(
         {
           tool: 'shell',
