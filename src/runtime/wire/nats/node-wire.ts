@@ -64,56 +64,83 @@ export type WorkItem = z.infer<typeof WorkItemSchema>;
 export type WorkItemInput = z.input<typeof WorkItemSchema>;
 
 // What a node checks of every spawn; the parts a session repeats in each (config, role, model) once per key.
-const WorkHeaderSchema = WorkItemSchema.extend({
-  config: z.unknown(),
-  role: z.unknown(),
-  model: z.unknown(),
-});
+const WorkHeaderSchema = WorkItemSchema.omit({ config: true, role: true, model: true });
+type WorkHeader = z.infer<typeof WorkHeaderSchema>;
+
+// The parts of a spawn a session repeats in each: one JSON line, the same bytes every time.
+const WorkDefsSchema = z.object({ config: z.unknown(), role: z.unknown(), model: z.unknown() });
+
+// Between a spawn's header and its parts: JSON text never holds a raw newline (one in a string is escaped).
+const NEWLINE = 10;
 
 /**
- * Spawn requests as bytes, built from a cached prefix per role and model:
- * the config, role and model of a session are the same in each of its
- * spawns, so only the start item is serialized per spawn.
+ * Spawn requests as bytes: a JSON header (the start item and what places
+ * it), a newline, and the config, role and model as a second JSON line.
+ * The second line is the same for every spawn of a role and model, so it is
+ * serialized once, and a node that knows the session's keys never parses it.
  */
 export class WorkEncoder {
-  readonly #prefixes = new Map<string, string>();
+  readonly #defs = new Map<string, Uint8Array>();
 
   encode(work: WorkItemInput): Uint8Array {
     const cacheKey = `${work.roleKey}\n${work.modelKey}`;
-    let prefix = this.#prefixes.get(cacheKey);
-    if (prefix === undefined) {
-      const { start: _start, generation: _generation, readJournal: _read, ...fixed } = work;
-      prefix = JSON.stringify(fixed).slice(0, -1);
-      this.#prefixes.set(cacheKey, prefix);
+    let defs = this.#defs.get(cacheKey);
+    if (defs === undefined) {
+      defs = encoder.encode(
+        `\n${JSON.stringify({ config: work.config, role: work.role, model: work.model })}`,
+      );
+      this.#defs.set(cacheKey, defs);
     }
-    return encoder.encode(
-      `${prefix},"start":${JSON.stringify(work.start)},"generation":${work.generation},"readJournal":${work.readJournal}}`,
-    );
+    const { config: _config, role: _role, model: _model, ...header } = work;
+    const head = encoder.encode(JSON.stringify(header));
+    const bytes = new Uint8Array(head.length + defs.length);
+    bytes.set(head);
+    bytes.set(defs, head.length);
+    return bytes;
   }
 }
 
 /**
- * Parses spawn requests. The config, role and model are checked whole the
- * first time a session names them (by its keys, which name one value per
- * session) and reused after, so a thousand spawns of one role cost one
- * parse of it.
+ * Parses spawn requests. The header is checked whole every time; the
+ * config, role and model are parsed and checked the first time a session
+ * names them (by its keys, which name one value per session) and reused
+ * after, so a thousand spawns of one role cost one parse of them.
  */
 export class WorkDecoder {
   readonly #parts = new Map<string, unknown>();
 
   decode(data: Uint8Array): WorkItem {
-    const header = decode(data, WorkHeaderSchema, 'A spawn request');
+    const split = data.indexOf(NEWLINE);
+    if (split === -1)
+      throw new TroupeError('runtime.protocol', 'A spawn request has no parts line.');
+    const header = decode(data.subarray(0, split), WorkHeaderSchema, 'A spawn request');
     const session = header.session.id;
+    const keys = {
+      config: `${session}\nconfig`,
+      role: `${session}\nrole\n${header.roleKey}`,
+      model: `${session}\nmodel\n${header.modelKey}`,
+    };
+    let defs: z.infer<typeof WorkDefsSchema> | undefined;
+    if (
+      !this.#parts.has(keys.config) ||
+      !this.#parts.has(keys.role) ||
+      !this.#parts.has(keys.model)
+    ) {
+      defs = decode(data.subarray(split + 1), WorkDefsSchema, "A spawn request's parts");
+    }
+    return this.#item(header, keys, defs);
+  }
+
+  #item(
+    header: WorkHeader,
+    keys: { config: string; role: string; model: string },
+    defs: z.infer<typeof WorkDefsSchema> | undefined,
+  ): WorkItem {
     return {
       ...header,
-      config: this.#part(`${session}\nconfig`, header.config, RemoteHostConfigSchema, 'config'),
-      role: this.#part(`${session}\nrole\n${header.roleKey}`, header.role, RoleSpecSchema, 'role'),
-      model: this.#part(
-        `${session}\nmodel\n${header.modelKey}`,
-        header.model,
-        ModelSpecSchema,
-        'model',
-      ),
+      config: this.#part(keys.config, defs?.config, RemoteHostConfigSchema, 'config'),
+      role: this.#part(keys.role, defs?.role, RoleSpecSchema, 'role'),
+      model: this.#part(keys.model, defs?.model, ModelSpecSchema, 'model'),
     };
   }
 

@@ -136,6 +136,8 @@ export class WorkerNode {
   readonly #runs = new Map<string, NodeRun>();
   readonly #subs: Subscription[] = [];
   readonly #hashes = new Map<string, string>();
+  /** Spawns of finished actors to acknowledge at the end of this turn, with the batches of their results. */
+  #acks: { run: NodeRun; msg: JsMsg }[] = [];
   readonly #work = new WorkDecoder();
   readonly #startedAt = Date.now();
   // Names this process's journal chains: a node restarted under the same name writes other ones.
@@ -743,16 +745,24 @@ export class WorkerNode {
     this.#release(actor);
     if (actor.dropped) return;
     run.up.push({ type: 'actor.result', actorId: actor.actorId, outcome });
-    // The result goes with this turn's batch (the results of a turn share a message), and before the
-    // spawn's ack on the same connection, which the server reads in order: it never has the ack
-    // without the result (no PING round trip per actor needed to know it).
-    void actor.journalWrite
-      .then(() => new Promise<void>((resolve) => setImmediate(resolve)))
-      .then(() => {
-        run.up.flush();
-        // A closed connection left the spawn unacknowledged: JetStream hands it on, as for a death.
-        if (!this.#link.nc.isClosed()) actor.msg.ack();
-      });
+    void actor.journalWrite.then(() => this.#ackSoon(run, actor.msg));
+  }
+
+  // The result goes with this turn's batch (the results of a turn share a message), and before the
+  // spawn's ack on the same connection, which the server reads in order: it never has the ack
+  // without the result (no PING round trip per actor needed to know it). The acks of a turn go
+  // together too: one socket write for all, not one per actor.
+  #ackSoon(run: NodeRun, msg: JsMsg): void {
+    this.#acks.push({ run, msg });
+    if (this.#acks.length > 1) return;
+    setImmediate(() => {
+      const acks = this.#acks;
+      this.#acks = [];
+      for (const { run: of } of acks) of.up.flush();
+      // A closed connection left the spawns unacknowledged: JetStream hands them on, as for a death.
+      if (this.#link.nc.isClosed()) return;
+      for (const ack of acks) ack.msg.ack();
+    });
   }
 
   #release(actor: NodeActor): void {

@@ -1,0 +1,85 @@
+import { describe, expect, it } from 'vitest';
+import { isTroupeError } from '../../../../src/errors.js';
+import { defineRole, toRoleSpec } from '../../../../src/roles/role.js';
+import {
+  NATS_WIRE_VERSION,
+  WorkDecoder,
+  WorkEncoder,
+  type WorkItemInput,
+} from '../../../../src/runtime/wire/nats/node-wire.js';
+
+const role = toRoleSpec(defineRole({ name: 'worker', description: 'w', system: 'w' }));
+
+function work(actorId: string, session = 's1'): WorkItemInput {
+  return {
+    wire: NATS_WIRE_VERSION,
+    runId: 'run-1',
+    session: { id: session, startedAt: 1 },
+    config: {
+      runId: 'run-1',
+      workspace: '/tmp',
+      grants: ['read'],
+      toolModules: [],
+      hasApprove: false,
+    },
+    roleKey: 'r1',
+    role,
+    modelKey: 'm1',
+    model: { provider: 'offline' },
+    start: {
+      type: 'actor.start',
+      actorId,
+      role: 'r1',
+      model: 'm1',
+      task: `task of ${actorId}`,
+      attempt: 1,
+    },
+    generation: 0,
+    readJournal: false,
+  };
+}
+
+// The same spawn with its parts line replaced (what a node that knows the keys never reads).
+function withParts(bytes: Uint8Array, parts: string): Uint8Array {
+  const text = new TextDecoder().decode(bytes);
+  return new TextEncoder().encode(`${text.slice(0, text.indexOf('\n'))}\n${parts}`);
+}
+
+describe('WorkEncoder and WorkDecoder', () => {
+  it('round-trips a spawn and parses the parts a session repeats only once', () => {
+    const encoder = new WorkEncoder();
+    const decoder = new WorkDecoder();
+
+    const first = decoder.decode(encoder.encode(work('a-1')));
+    expect(first.start.task).toBe('task of a-1');
+    expect(first.role.name).toBe('worker');
+    expect(first.model).toEqual({ provider: 'offline' });
+    expect(first.config.workspace).toBe('/tmp');
+
+    // The session's keys are known now: its parts line is not even parsed.
+    const second = decoder.decode(withParts(encoder.encode(work('a-2')), 'not json'));
+    expect(second.start.actorId).toBe('a-2');
+    expect(second.role.name).toBe('worker');
+  });
+
+  it("refuses a new session's spawn whose parts are invalid, saying which", () => {
+    const encoder = new WorkEncoder();
+    const decoder = new WorkDecoder();
+    decoder.decode(encoder.encode(work('a-1')));
+    const refused = (() => {
+      try {
+        decoder.decode(
+          withParts(
+            encoder.encode(work('b-1', 's2')),
+            JSON.stringify({ config: {}, role, model: { provider: 'offline' } }),
+          ),
+        );
+      } catch (error) {
+        return error;
+      }
+      return undefined;
+    })();
+    expect(isTroupeError(refused, 'runtime.protocol')).toBe(true);
+    expect((refused as Error).message).toMatch(/config is invalid/);
+  });
+});
