@@ -1,5 +1,5 @@
 import { Command, CommanderError, Help } from 'commander';
-import { createTerminalOutput } from '../render/terminal.js';
+import { createTerminalOutput } from '../render/terminal-output.js';
 import type { CliIo } from './context.js';
 import { EXIT } from './exit-codes.js';
 import { helpAfter } from './help-text.js';
