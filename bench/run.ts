@@ -54,6 +54,7 @@ type Case =
   | { kind: 'isolation'; mode: 'thread' | 'pool' | 'mix'; n: number }
   | { kind: 'scale'; n: number }
   | { kind: 'journal'; journal: boolean; n: number }
+  | { kind: 'journal-paired'; n: number; rounds: number }
   | { kind: 'nats'; n: number }
   | { kind: 'otel'; collector: OtelCollector; n: number };
 
@@ -72,6 +73,14 @@ interface Measurement {
   extraMax?: number;
 }
 
+/** The journal paired in one process: the runs without it (wallMs, cpuMs) and with it, and the per-pair ratios' medians. */
+interface PairedMeasurement extends Measurement {
+  withWallMs: number;
+  withCpuMs: number;
+  wallRatio: number;
+  cpuRatio: number;
+}
+
 const LATENCY_MS = 200;
 const TURNS = 3;
 const IDEAL_MS = LATENCY_MS * TURNS;
@@ -87,6 +96,8 @@ const ISOLATION_REPEATS = 5;
 // Issue 14: the fan-out with and without the run journal, in turns.
 const JOURNAL_N = 1000;
 const JOURNAL_REPEATS = 3;
+// Pairs (without, with) of the in-process comparison, in alternating order.
+const JOURNAL_PAIRS = 8;
 const OTEL_N = 1000;
 const OTEL_ROUNDS = 5;
 // The package root of this build (dist/bench/run.js → .).
@@ -197,21 +208,7 @@ async function troupeFanout(
   return withRuntime(
     { provider: 'scripted', script },
     async (runtime) => {
-      const once = async (): Promise<Measurement> => {
-        collectGarbage();
-        const cpu = process.cpuUsage();
-        const started = performance.now();
-        const refs = Array.from({ length: n }, (_, index) =>
-          runtime.spawn('bencher', `task ${index}`),
-        );
-        const results = await Promise.all(refs.map((ref) => ref.result));
-        const wallMs = performance.now() - started;
-        const cpuMs = cpuMsSince(cpu);
-        const failed = results.filter((result) => result.status !== 'completed');
-        if (failed.length > 0)
-          throw new Error(`${failed.length} agents did not complete: ${failed[0]?.error?.message}`);
-        return { wallMs, cpuMs, peakRssMiB: peakRssMiB() };
-      };
+      const once = (): Promise<Measurement> => fanoutOnce(runtime, n);
       const cold = await once();
       let warm = cold;
       for (let index = 0; index < warmups(n); index += 1) warm = await once();
@@ -257,6 +254,69 @@ async function otelFanout(collector: OtelCollector, n: number): Promise<Measurem
   const extra = performance.now() - closing;
   if (collector === 'silent') await closeServer();
   return { ...measured, extra };
+}
+
+// One measured fan-out of n bencher agents on a warm runtime.
+async function fanoutOnce(runtime: Runtime, n: number): Promise<Measurement> {
+  collectGarbage();
+  const cpu = process.cpuUsage();
+  const started = performance.now();
+  const refs = Array.from({ length: n }, (_, index) => runtime.spawn('bencher', `task ${index}`));
+  const results = await Promise.all(refs.map((ref) => ref.result));
+  const wallMs = performance.now() - started;
+  const cpuMs = cpuMsSince(cpu);
+  const failed = results.filter((result) => result.status !== 'completed');
+  if (failed.length > 0)
+    throw new Error(`${failed.length} agents did not complete: ${failed[0]?.error?.message}`);
+  return { wallMs, cpuMs, peakRssMiB: peakRssMiB() };
+}
+
+// Issue 14: the fan-out on two runtimes in one process, one without a journal and one with,
+// alternated run by run (after their warm-ups), each pair in the other order than the last.
+// On a shared machine the load moves between processes more than the journal costs; within
+// one pair both runs see nearly the same machine. Each process's CPU counts only its
+// running runtime (the other's threads are idle between its runs).
+async function journalPaired(n: number, rounds: number): Promise<PairedMeasurement> {
+  const dir = mkdtempSync(join(tmpdir(), 'troupe-bench-journal-'));
+  const journal = new FileJournal(join(dir, 'journal.jsonl'), { runId: 'bench', task: 'bench' });
+  const spec: ModelSpec = { provider: 'scripted', script: FANOUT };
+  try {
+    return await withRuntime(spec, (without) =>
+      withRuntime(
+        spec,
+        async (journaled) => {
+          for (let index = 0; index < warmups(n) + 1; index += 1) {
+            await fanoutOnce(without, n);
+            await fanoutOnce(journaled, n);
+          }
+          const pairs: Array<{ without: Measurement; with: Measurement }> = [];
+          for (let index = 0; index < rounds; index += 1) {
+            const withoutFirst = index % 2 === 0;
+            const first = await fanoutOnce(withoutFirst ? without : journaled, n);
+            const second = await fanoutOnce(withoutFirst ? journaled : without, n);
+            pairs.push(
+              withoutFirst ? { without: first, with: second } : { without: second, with: first },
+            );
+          }
+          const of = (pick: (pair: (typeof pairs)[number]) => number): number =>
+            median(pairs.map(pick));
+          return {
+            wallMs: of((pair) => pair.without.wallMs),
+            cpuMs: of((pair) => pair.without.cpuMs),
+            peakRssMiB: peakRssMiB(),
+            withWallMs: of((pair) => pair.with.wallMs),
+            withCpuMs: of((pair) => pair.with.cpuMs),
+            wallRatio: of((pair) => pair.with.wallMs / pair.without.wallMs),
+            cpuRatio: of((pair) => pair.with.cpuMs / pair.without.cpuMs),
+          };
+        },
+        { journal },
+      ),
+    );
+  } finally {
+    journal.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 // Issue 11's fault mix at the fan-out's pace: N agents on 4 threads, 10% of
@@ -432,6 +492,8 @@ async function runCase(spec: Case): Promise<Measurement> {
       return scaleFanout(spec.n, FANOUT, { bench: bencher, warm: quick }, toolModule) as never;
     case 'journal':
       return spec.journal ? journaledFanout(spec.n) : troupeFanout(spec.n, FANOUT);
+    case 'journal-paired':
+      return journalPaired(spec.n, spec.rounds);
     case 'isolation':
       return spec.mode === 'mix'
         ? faultMix(spec.n)
@@ -573,9 +635,14 @@ function journalSection() {
     },
     wallRatio: round(journaled.wallMs / without.wallMs, 3),
     cpuRatio: round(journaled.cpuMs / without.cpuMs, 3),
+    paired: pairedJournal(),
   };
   console.log(
     `\njournal, N=${JOURNAL_N} fan-out (wall/ideal, cpu ms/agent): without ${journal.without.wallOverIdeal.toFixed(3)}, ${journal.without.cpuMsPerAgent.toFixed(3)}; with ${journal.with.wallOverIdeal.toFixed(3)}, ${journal.with.cpuMsPerAgent.toFixed(3)} (wall x${journal.wallRatio.toFixed(3)}, cpu x${journal.cpuRatio.toFixed(3)})`,
+  );
+  const { paired } = journal;
+  console.log(
+    `journal, N=${JOURNAL_N}, ${paired.pairs} pairs in one process (medians of the pairs' ratios): wall x${paired.wallRatio.toFixed(3)}, cpu x${paired.cpuRatio.toFixed(3)}; cpu ms/agent without ${paired.withoutCpuMsPerAgent.toFixed(3)}, with ${paired.withCpuMsPerAgent.toFixed(3)}`,
   );
   return journal;
 }
@@ -618,6 +685,24 @@ function otelSection() {
     `\nOpenTelemetry export, N=${OTEL_N} fan-out, medians of ${OTEL_ROUNDS} alternating rounds (wall/ideal): ${line('off', off)}; ${line('collector refusing', refused)} (x${otel.refusedWallRatio.toFixed(3)}); ${line('collector never answering', silent)} (x${otel.silentWallRatio.toFixed(3)})`,
   );
   return otel;
+}
+
+// The paired comparison (journalPaired) in a fresh process.
+function pairedJournal() {
+  const result = measureOnce({
+    kind: 'journal-paired',
+    n: JOURNAL_N,
+    rounds: JOURNAL_PAIRS,
+  }) as PairedMeasurement;
+  return {
+    pairs: JOURNAL_PAIRS,
+    withoutWallOverIdeal: round(result.wallMs / IDEAL_MS, 3),
+    withWallOverIdeal: round(result.withWallMs / IDEAL_MS, 3),
+    withoutCpuMsPerAgent: round(result.cpuMs / JOURNAL_N, 3),
+    withCpuMsPerAgent: round(result.withCpuMs / JOURNAL_N, 3),
+    wallRatio: round(result.wallRatio, 3),
+    cpuRatio: round(result.cpuRatio, 3),
+  };
 }
 
 async function orchestrate(full: boolean): Promise<void> {
