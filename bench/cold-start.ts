@@ -1,6 +1,6 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { median } from './stats.js';
 
@@ -146,4 +146,62 @@ export async function measureColdStart(
       samples: own,
     };
   });
+}
+
+/** The `coldStart` field of bench/results/latest.json: this build's medians, and the build it was compared with. */
+export interface ColdStartField {
+  starts: number;
+  helpMs: number;
+  coordinatorRequestMs: number;
+  firstSubAgentRequestMs: number;
+  date: string;
+  /** The machine's 1-minute load average when the measurement ended (the machine is shared). */
+  loadAverage: number;
+  /** The other build's medians from the same interleaved starts (`--cold-start-compare`). */
+  baseline?:
+    | {
+        root: string;
+        /** The compared root's git commit, when it is a checkout. */
+        commit?: string | undefined;
+        helpMs: number;
+        coordinatorRequestMs: number;
+        firstSubAgentRequestMs: number;
+      }
+    | undefined;
+}
+
+/** The latest.json field of `own`, with `baseline` measured beside it when given. */
+export function coldStartField(own: ColdStartResult, baseline?: ColdStartResult): ColdStartField {
+  const tenth = (value: number): number => Math.round(value * 10) / 10;
+  return {
+    starts: own.starts,
+    helpMs: tenth(own.helpMs),
+    coordinatorRequestMs: tenth(own.coordinatorRequestMs),
+    firstSubAgentRequestMs: tenth(own.firstSubAgentRequestMs),
+    date: new Date().toISOString(),
+    loadAverage: tenth(loadavg()[0] ?? 0),
+    ...(baseline === undefined
+      ? {}
+      : {
+          baseline: {
+            root: baseline.root,
+            ...commitOf(baseline.root),
+            helpMs: tenth(baseline.helpMs),
+            coordinatorRequestMs: tenth(baseline.coordinatorRequestMs),
+            firstSubAgentRequestMs: tenth(baseline.firstSubAgentRequestMs),
+          },
+        }),
+  };
+}
+
+function commitOf(root: string): { commit?: string } {
+  try {
+    const commit = execFileSync('git', ['-C', root, 'rev-parse', '--short', 'HEAD'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+    return commit === '' ? {} : { commit };
+  } catch {
+    return {};
+  }
 }

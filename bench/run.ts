@@ -18,7 +18,7 @@ import { FileJournal } from '../src/runtime/resume/journal.js';
 import { Runtime } from '../src/runtime/runtime.js';
 import type { RuntimeOptions } from '../src/runtime/runtime-options.js';
 import { ToolRegistry } from '../src/tools/registry.js';
-import { type ColdStartResult, measureColdStart } from './cold-start.js';
+import { type ColdStartResult, coldStartField, measureColdStart } from './cold-start.js';
 import { FAULT_KINDS, faultMixPlan, faultMixRoles, faultMixScript } from './fault-mix.js';
 import { natsServerPath, startNatsCluster } from './nats.js';
 import { peersSection, type Spread, spreadOf } from './peers.js';
@@ -831,16 +831,7 @@ async function orchestrate(full: boolean): Promise<void> {
             date: new Date().toISOString(),
           },
         }),
-    ...(coldStart === undefined
-      ? {}
-      : {
-          coldStart: {
-            starts: coldStart.starts,
-            helpMs: round(coldStart.helpMs, 1),
-            coordinatorRequestMs: round(coldStart.coordinatorRequestMs, 1),
-            firstSubAgentRequestMs: round(coldStart.firstSubAgentRequestMs, 1),
-          },
-        }),
+    ...(coldStart === undefined ? {} : { coldStart: coldStartField(coldStart) }),
     meta: {
       date: new Date().toISOString(),
       node: process.version,
@@ -912,7 +903,17 @@ if (caseIndex !== -1) {
   // Only the cold start, optionally against other builds (package roots with a built dist/).
   const compare = argValue('--cold-start-compare');
   const starts = Number(argValue('--starts') ?? COLD_STARTS);
-  printColdStart(await measureColdStart(compare === undefined ? [root] : [root, compare], starts));
+  const measured = await measureColdStart(compare === undefined ? [root] : [root, compare], starts);
+  printColdStart(measured);
+  // Merged into bench/results/latest.json: this build's medians (and the compared build's).
+  const [own, baseline] = measured;
+  if (own !== undefined) {
+    const file = join(root, 'bench', 'results', 'latest.json');
+    const latest = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+    const coldStart = coldStartField(own, baseline);
+    writeFileSync(file, `${JSON.stringify({ ...latest, coldStart }, null, 2)}\n`);
+    console.log(`\nwrote coldStart to ${file}`);
+  }
 } else {
   if (process.argv.includes('--journal')) {
     // Only the journal figures, merged into bench/results/latest.json.
