@@ -5,12 +5,7 @@ import { createRedactor } from '../../util/redact.js';
 import { cappedThinkingBudget } from '../output-tokens.js';
 import type { AnthropicSpec, Model } from '../spec.js';
 import type { ModelCallOptions, ModelRequest, ModelResponse, ModelStreamPart } from '../types.js';
-import {
-  type AnthropicRequestBody,
-  fromAnthropicMessage,
-  toAnthropicRequest,
-} from './anthropic-convert.js';
-import { AnthropicStreamAssembler } from './anthropic-stream.js';
+import type { AnthropicRequestBody } from './anthropic-convert.js';
 import {
   cancelledError,
   type ProviderErrorContext,
@@ -21,6 +16,8 @@ import { redactSpec } from './redact-spec.js';
 import { DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS, sdkLogLevel } from './sdk-settings.js';
 
 type AnthropicModule = typeof import('@anthropic-ai/sdk');
+type ConvertModule = typeof import('./anthropic-convert.js') &
+  typeof import('./anthropic-stream.js');
 
 /** The variable the key is read from unless the spec names another (`apiKeyEnv`). */
 export const DEFAULT_ANTHROPIC_KEY_ENV = 'ANTHROPIC_API_KEY';
@@ -49,6 +46,7 @@ export class AnthropicModel implements Model {
   readonly #maxTokens: number;
   #client: Anthropic | undefined;
   #sdk: Promise<AnthropicModule> | undefined;
+  #convert: Promise<ConvertModule> | undefined;
 
   constructor(spec: AnthropicSpec, env: NodeJS.ProcessEnv = process.env) {
     if (spec.temperature !== undefined) {
@@ -79,14 +77,14 @@ export class AnthropicModel implements Model {
   }
 
   async complete(request: ModelRequest, options: ModelCallOptions = {}): Promise<ModelResponse> {
-    const { sdk, client, body } = await this.#prepare(request, options.signal);
+    const { sdk, convert, client, body } = await this.#prepare(request, options.signal);
     const linked = requestSignal(options.signal);
     try {
       const message = await client.messages.create(
         { ...body, stream: false },
         { signal: linked.signal },
       );
-      return fromAnthropicMessage(message);
+      return convert.fromAnthropicMessage(message);
     } catch (error) {
       throw toProviderError(error, this.#context(options.signal, false), sdk);
     } finally {
@@ -98,8 +96,8 @@ export class AnthropicModel implements Model {
     request: ModelRequest,
     options: ModelCallOptions = {},
   ): AsyncGenerator<ModelStreamPart> {
-    const { sdk, client, body } = await this.#prepare(request, options.signal);
-    const assembler = new AnthropicStreamAssembler();
+    const { sdk, convert, client, body } = await this.#prepare(request, options.signal);
+    const assembler = new convert.AnthropicStreamAssembler();
     let isStreaming = false;
     const linked = requestSignal(options.signal);
     try {
@@ -124,17 +122,28 @@ export class AnthropicModel implements Model {
   async #prepare(
     request: ModelRequest,
     signal: AbortSignal | undefined,
-  ): Promise<{ sdk: AnthropicModule; client: Anthropic; body: AnthropicRequestBody }> {
+  ): Promise<{
+    sdk: AnthropicModule;
+    convert: ConvertModule;
+    client: Anthropic;
+    body: AnthropicRequestBody;
+  }> {
     if (signal?.aborted === true) throw cancelledError(signal, 'anthropic');
     this.#sdk ??= import('@anthropic-ai/sdk');
-    const sdk = await this.#sdk;
+    // Loaded with the SDK on the first call, as the SDK is: a thread (or a
+    // CLI run) that never calls this provider never compiles its converters.
+    this.#convert ??= Promise.all([
+      import('./anthropic-convert.js'),
+      import('./anthropic-stream.js'),
+    ]).then(([convert, stream]) => ({ ...convert, ...stream }));
+    const [sdk, convert] = await Promise.all([this.#sdk, this.#convert]);
     const client = this.#clientFor(sdk);
-    const body = toAnthropicRequest(request, {
+    const body = convert.toAnthropicRequest(request, {
       model: this.spec.model,
       maxTokens: request.maxTokens ?? this.#maxTokens,
       thinking: this.#thinkingFor(request.maxTokens),
     });
-    return { sdk, client, body };
+    return { sdk, convert, client, body };
   }
 
   // A call whose max_tokens the budget capped thinks less, so that the answer still has room.

@@ -3,12 +3,7 @@ import { requestSignal } from '../../util/abort.js';
 import { createRedactor } from '../../util/redact.js';
 import type { Model, OpenAISpec } from '../spec.js';
 import type { ModelCallOptions, ModelRequest, ModelResponse, ModelStreamPart } from '../types.js';
-import {
-  fromOpenAICompletion,
-  type OpenAIRequestBody,
-  OpenAIStreamAssembler,
-  toOpenAIRequest,
-} from './openai-convert.js';
+import type { OpenAIRequestBody } from './openai-convert.js';
 import {
   cancelledError,
   type ProviderErrorContext,
@@ -19,6 +14,7 @@ import { redactSpec } from './redact-spec.js';
 import { DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS, sdkLogLevel } from './sdk-settings.js';
 
 type OpenAIModule = typeof import('openai');
+type ConvertModule = typeof import('./openai-convert.js');
 
 /** The variable the key is read from unless the spec names another (`apiKeyEnv`). */
 export const DEFAULT_OPENAI_KEY_ENV = 'OPENAI_API_KEY';
@@ -48,6 +44,7 @@ export class OpenAIModel implements Model {
   readonly #baseURL: string;
   #client: OpenAI | undefined;
   #sdk: Promise<OpenAIModule> | undefined;
+  #convert: Promise<ConvertModule> | undefined;
 
   constructor(spec: OpenAISpec, env: NodeJS.ProcessEnv = process.env) {
     this.spec = spec;
@@ -61,14 +58,14 @@ export class OpenAIModel implements Model {
   }
 
   async complete(request: ModelRequest, options: ModelCallOptions = {}): Promise<ModelResponse> {
-    const { sdk, client, body } = await this.#prepare(request, options.signal);
+    const { sdk, convert, client, body } = await this.#prepare(request, options.signal);
     const linked = requestSignal(options.signal);
     try {
       const completion = await client.chat.completions.create(
         { ...body, stream: false },
         { signal: linked.signal },
       );
-      return fromOpenAICompletion(completion);
+      return convert.fromOpenAICompletion(completion);
     } catch (error) {
       throw toProviderError(error, this.#context(options.signal, false), sdk);
     } finally {
@@ -80,8 +77,8 @@ export class OpenAIModel implements Model {
     request: ModelRequest,
     options: ModelCallOptions = {},
   ): AsyncGenerator<ModelStreamPart> {
-    const { sdk, client, body } = await this.#prepare(request, options.signal);
-    const assembler = new OpenAIStreamAssembler();
+    const { sdk, convert, client, body } = await this.#prepare(request, options.signal);
+    const assembler = new convert.OpenAIStreamAssembler();
     let isStreaming = false;
     const linked = requestSignal(options.signal);
     try {
@@ -107,19 +104,27 @@ export class OpenAIModel implements Model {
   async #prepare(
     request: ModelRequest,
     signal: AbortSignal | undefined,
-  ): Promise<{ sdk: OpenAIModule; client: OpenAI; body: OpenAIRequestBody }> {
+  ): Promise<{
+    sdk: OpenAIModule;
+    convert: ConvertModule;
+    client: OpenAI;
+    body: OpenAIRequestBody;
+  }> {
     if (signal?.aborted === true) throw cancelledError(signal, 'openai');
     this.#sdk ??= import('openai');
-    const sdk = await this.#sdk;
+    // Loaded with the SDK on the first call, as the SDK is: a thread (or a
+    // CLI run) that never calls this provider never compiles its converter.
+    this.#convert ??= import('./openai-convert.js');
+    const [sdk, convert] = await Promise.all([this.#sdk, this.#convert]);
     const client = this.#clientFor(sdk);
-    const body = toOpenAIRequest(request, {
+    const body = convert.toOpenAIRequest(request, {
       model: this.spec.model,
       temperature: this.spec.temperature,
       maxTokens: request.maxTokens ?? this.spec.maxTokens,
       maxTokensField: this.#isOpenAIItself() ? 'max_completion_tokens' : 'max_tokens',
       reasoningEffort: this.spec.reasoningEffort,
     });
-    return { sdk, client, body };
+    return { sdk, convert, client, body };
   }
 
   #clientFor(sdk: OpenAIModule): OpenAI {
