@@ -62,6 +62,9 @@ export class GenAiSpanMapper {
   readonly #agents = new Map<string, AgentSpan>();
   readonly #chats = new Map<string, Span>();
   readonly #tools = new Map<string, Span>();
+  // The keys of each agent's open tool spans: an agent's end closes its own
+  // without a scan of every open span (a scan per end is quadratic at scale).
+  readonly #toolsByAgent = new Map<string, Set<string>>();
   // The sender's span per message id, so a receiver can link back to it.
   readonly #senders = new Map<string, Span>();
   readonly #captureContent: boolean;
@@ -136,6 +139,7 @@ export class GenAiSpanMapper {
       span.end(ts);
     }
     this.#tools.clear();
+    this.#toolsByAgent.clear();
     this.#chats.clear();
     this.#agents.clear();
     this.#senders.clear();
@@ -183,12 +187,14 @@ export class GenAiSpanMapper {
   #finished(event: EventOf<'agent.finished'>): void {
     const agent = this.#agents.get(event.agentId);
     if (agent === undefined) return;
-    for (const [key, span] of [...this.#chats, ...this.#tools]) {
-      if (!key.startsWith(`${event.agentId}\u0000`)) continue;
-      span.end(event.ts);
-      this.#chats.delete(key);
+    const chat = `${event.agentId}\u0000chat`;
+    this.#chats.get(chat)?.end(event.ts);
+    this.#chats.delete(chat);
+    for (const key of this.#toolsByAgent.get(event.agentId) ?? []) {
+      this.#tools.get(key)?.end(event.ts);
       this.#tools.delete(key);
     }
+    this.#toolsByAgent.delete(event.agentId);
     const { span } = agent;
     span.setAttribute('troupe.agent.status', event.status);
     if (event.stopReason !== undefined)
@@ -295,7 +301,14 @@ export class GenAiSpanMapper {
       { kind: this.#api.SpanKind.INTERNAL, startTime: event.ts, attributes },
       this.#parentContext(agent.span),
     );
-    this.#tools.set(`${event.agentId}\u0000${event.callId}`, span);
+    const key = `${event.agentId}\u0000${event.callId}`;
+    this.#tools.set(key, span);
+    let open = this.#toolsByAgent.get(event.agentId);
+    if (open === undefined) {
+      open = new Set();
+      this.#toolsByAgent.set(event.agentId, open);
+    }
+    open.add(key);
   }
 
   #toolResult(event: EventOf<'tool.result'>): void {
@@ -316,6 +329,7 @@ export class GenAiSpanMapper {
     }
     span.end(event.ts);
     this.#tools.delete(key);
+    this.#toolsByAgent.get(event.agentId)?.delete(key);
   }
 
   #message(event: EventOf<'message.sent'> | EventOf<'message.received'>): void {
