@@ -160,7 +160,9 @@ function collectGarbage(): void {
 // trace writer attached (every event serialized, redacted and written), so
 // the numbers are those of what the CLI ships, not of a bare runtime.
 // TROUPE_BENCH_REVALIDATE=1 puts back the old second zod parse of every
-// worker event on the main thread, to measure what removing it gained.
+// worker event on the main thread, to measure what removing it gained;
+// TROUPE_BENCH_NO_TRACE=1 leaves the trace writer detached, to measure what
+// the trace costs (and to compare with builds whose bench had none).
 async function withRuntime<T>(
   spec: ModelSpec,
   run: (runtime: Runtime) => Promise<T>,
@@ -175,7 +177,7 @@ async function withRuntime<T>(
     bus.adopt = (event) => adopt(AgentEventSchema.parse({ ...event, seq: 0 }));
   }
   const trace = new TraceWriter(join(workspace, 'run', 'trace.jsonl'));
-  trace.attach(bus);
+  if (process.env['TROUPE_BENCH_NO_TRACE'] !== '1') trace.attach(bus);
   const runtime = new Runtime({
     bus,
     model: spec,

@@ -7,7 +7,7 @@ import type {
   Step,
   UnsequencedEvent,
 } from '../events/schema.js';
-import type { Model } from '../model/model.js';
+import { type Model, raisesWarnings } from '../model/model.js';
 import { outputTokenLimits } from '../model/output-tokens.js';
 import {
   type AssistantMessage,
@@ -251,9 +251,7 @@ export class Agent {
   async run(input: string, options: RunOptions = {}): Promise<AgentResult> {
     this.#enter();
     try {
-      const result = await withWarningSink(this.#warned, () =>
-        this.#loop(this.#history, input, options.signal),
-      );
+      const result = await this.#scoped(() => this.#loop(this.#history, input, options.signal));
       if (result.stopReason !== 'error') this.#history = result.messages;
       return result;
     } finally {
@@ -283,7 +281,13 @@ export class Agent {
     messages: readonly Message[] = [],
     options: RunOptions = {},
   ): Promise<AgentResult> {
-    return withWarningSink(this.#warned, () => this.#loop(messages, input, options.signal));
+    return this.#scoped(() => this.#loop(messages, input, options.signal));
+  }
+
+  // Warnings raised inside `fn` (across its awaits) become this agent's events;
+  // a model that cannot warn (raisesWarnings) needs no scope.
+  #scoped(fn: () => Promise<AgentResult>): Promise<AgentResult> {
+    return raisesWarnings(this.#config.model) ? withWarningSink(this.#warned, fn) : fn();
   }
 
   // A warning raised during this agent's work (an SDK's console.warn, a Node

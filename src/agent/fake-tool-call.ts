@@ -144,6 +144,10 @@ export function findFakeToolCall(
   toolNames: readonly string[],
 ): FakeToolCall | undefined {
   if (toolNames.length === 0) return undefined;
+  // Every format names the tool as written (a piece counts only when a name
+  // in it is one of the agent's tools), so a reply naming none holds no call:
+  // most replies, checked without the patterns.
+  if (!toolNames.some((name) => content.includes(name))) return undefined;
   const known = new Set(toolNames);
   const found: FakeToolCall[] = [];
   const keep = (names: string[] | undefined, format: FakeCallFormat): boolean => {

@@ -35,3 +35,14 @@ export function createModel(spec: ModelSpec, env: NodeJS.ProcessEnv = process.en
       return new OfflineModel(data, env);
   }
 }
+
+/**
+ * False for the models troupe implements without an SDK (scripted, offline),
+ * which never print a warning: an agent on one of them runs without a
+ * warning scope. The scope (an AsyncLocalStorage) turns on promise hooks in
+ * its thread, a cost on every promise (~10% of an agent turn's allocations
+ * in the fan-out benchmark) paid only where an SDK can warn.
+ */
+export function raisesWarnings(model: Model): boolean {
+  return !(model instanceof ScriptedModel || model instanceof OfflineModel);
+}

@@ -6,7 +6,7 @@ import { type AgentJournal, messageHash } from '../../agent/journal.js';
 import { serializeError, TroupeError } from '../../errors.js';
 import { makeEvent } from '../../events/envelope.js';
 import type { EventPayload, UnsequencedEvent } from '../../events/schema.js';
-import type { Model } from '../../model/model.js';
+import { type Model, raisesWarnings } from '../../model/model.js';
 import { addUsage, emptyUsage, type Message, type Usage } from '../../model/types.js';
 import { type ChannelSpec, formatChannelClosed, publishToolName } from '../../roles/channel.js';
 import {
@@ -146,7 +146,11 @@ export class HostedActor {
 
   /** Runs the actor to its end. Resolves, never rejects. */
   run(): Promise<ActorOutcome> {
-    return withWarningSink(this.warn, () => this.#run());
+    // A model that cannot warn needs no scope (see raisesWarnings); what else in
+    // this thread warns goes to the host's fallback, the newest actor.
+    return raisesWarnings(this.#options.model)
+      ? withWarningSink(this.warn, () => this.#run())
+      : this.#run();
   }
 
   /** Records a warning raised during this actor's work as its event (once per message). */

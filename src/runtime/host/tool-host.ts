@@ -33,7 +33,10 @@ interface Lane {
 interface Running {
   lane: Lane;
   call: CallItem;
+  /** Made on the tool's first read of its signal (see #context). */
   controller: AbortController | undefined;
+  /** The call was stopped: a signal made from now on starts aborted. */
+  aborted: boolean;
   approvals: Map<number, (approved: boolean) => void> | undefined;
   /** When it started (the timeout counts from there); 0 while it waits for a place. */
   startedAt: number;
@@ -179,7 +182,7 @@ export class ToolHost {
       case 'cancel': {
         // The caller gave up: it hears nothing more of this call.
         const running = lane.calls.get(item.callId);
-        if (running !== undefined && this.#end(running)) running.controller?.abort();
+        if (running !== undefined && this.#end(running)) this.#abort(running);
         return;
       }
       case 'approval.answered': {
@@ -208,7 +211,7 @@ export class ToolHost {
       }
       case 'shutdown':
         for (const running of [...this.#main.calls.values()])
-          if (this.#end(running)) running.controller?.abort();
+          if (this.#end(running)) this.#abort(running);
         for (const other of this.#lanes.values()) this.#closeLane(other);
         this.#shutdown?.();
         return;
@@ -217,8 +220,7 @@ export class ToolHost {
 
   #closeLane(lane: Lane): void {
     this.#lanes.delete(lane.id);
-    for (const running of [...lane.calls.values()])
-      if (this.#end(running)) running.controller?.abort();
+    for (const running of [...lane.calls.values()]) if (this.#end(running)) this.#abort(running);
     lane.out.close();
     lane.port.close();
   }
@@ -236,6 +238,7 @@ export class ToolHost {
       lane,
       call,
       controller: undefined,
+      aborted: false,
       approvals: undefined,
       startedAt: 0,
     };
@@ -262,8 +265,7 @@ export class ToolHost {
       this.#done(running, false, content, 'tool.failed');
       return;
     }
-    running.controller = new AbortController();
-    const context = this.#context(running, running.controller.signal);
+    const context = this.#context(running);
     let pending: Promise<unknown>;
     // The slots name this call while its synchronous code holds the thread.
     Atomics.store(this.#state, TOOL_STATE.lane, running.lane.id);
@@ -298,7 +300,7 @@ export class ToolHost {
           expired.push(running);
     for (const running of expired) {
       if (!this.#end(running)) continue;
-      running.controller?.abort();
+      this.#abort(running);
       running.lane.out.push({
         type: 'done',
         callId: running.call.callId,
@@ -350,11 +352,25 @@ export class ToolHost {
       this.#main.out.push({ type: 'idle' });
   }
 
-  #context(running: Running, signal: AbortSignal): ToolContext {
+  // Stops a call's work: its signal aborts (now, or made aborted if the tool asks for it later).
+  #abort(running: Running): void {
+    running.aborted = true;
+    running.controller?.abort();
+  }
+
+  #context(running: Running): ToolContext {
     const config = this.#config;
     const { call, lane } = running;
     const context: ToolContext = {
-      signal,
+      // Made when the tool first reads it: most calls never do, and an
+      // AbortController per call was the tool thread's largest cost per call.
+      get signal(): AbortSignal {
+        if (running.controller === undefined) {
+          running.controller = new AbortController();
+          if (running.aborted) running.controller.abort();
+        }
+        return running.controller.signal;
+      },
       runId: config.runId,
       agentId: call.agentId,
       role: call.role,
