@@ -19,6 +19,7 @@ import { Runtime } from '../src/runtime/runtime.js';
 import type { RuntimeOptions } from '../src/runtime/runtime-options.js';
 import { ToolRegistry } from '../src/tools/registry.js';
 import { type ColdStartResult, coldStartField, measureColdStart } from './cold-start.js';
+import { compareBuilds, printComparison } from './compare.js';
 import { FAULT_KINDS, faultMixPlan, faultMixRoles, faultMixScript } from './fault-mix.js';
 import { natsServerPath, startNatsCluster } from './nats.js';
 import { peersSection, type Spread, spreadOf } from './peers.js';
@@ -30,7 +31,9 @@ import { burnTool, noopTool } from './tools.js';
 /**
  * `npm run bench` (add `-- --full` for N = 10,000; `-- --isolation` for only
  * the isolation figures of issue 11, `-- --journal` for only the run
- * journal's cost at N = 1,000, `-- --peers` for only the side-by-side table
+ * journal's cost at N = 1,000, `-- --compare <other build>` for this
+ * build's N = 1,000 fan-out beside another build's (bench/compare.ts),
+ * `-- --peers` for only the side-by-side table
  * with the peer frameworks (bench/peers.ts; with `--full`, added to the
  * whole run), each merged into latest.json): a fan-out of N
  * sub-agents, each three model turns on a scripted model that waits 200 ms
@@ -919,7 +922,7 @@ const caseIndex = process.argv.indexOf('--case');
 if (caseIndex !== -1) {
   const measured = await runCase(JSON.parse(process.argv[caseIndex + 1] ?? '{}') as Case);
   console.log(JSON.stringify(measured));
-} else if (process.argv.includes('--n')) {
+} else if (process.argv.includes('--n') && argValue('--compare') === undefined) {
   const n = Number(argValue('--n'));
   if (!Number.isInteger(n) || n < 1)
     throw new Error('--n needs a whole number of agents, e.g. --n 100000');
@@ -930,6 +933,27 @@ if (caseIndex !== -1) {
     file,
     `${JSON.stringify({ ...latest, scale: { ...scale, wallOverIdeal: round(scale.wallMs / IDEAL_MS, 3), date: new Date().toISOString() } }, null, 2)}\n`,
   );
+} else if (argValue('--compare') !== undefined) {
+  // This build's N=1,000 fan-out side by side with another build's (bench/compare.ts).
+  const other = argValue('--compare') as string;
+  const n = Number(argValue('--n') ?? 1000);
+  const rounds = Number(argValue('--rounds') ?? 5);
+  if (!Number.isInteger(n) || n < 1 || !Number.isInteger(rounds) || rounds < 1)
+    throw new Error('--compare takes --n <agents> and --rounds <count>, whole numbers above 0');
+  const result = compareBuilds({
+    root,
+    other,
+    n,
+    rounds,
+    idealMs: IDEAL_MS,
+    log: (line) => console.log(line),
+  });
+  printComparison(result);
+  const file = join(root, 'bench', 'results', 'latest.json');
+  const latest = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  const compare = { ...result, date: new Date().toISOString() };
+  writeFileSync(file, `${JSON.stringify({ ...latest, compare }, null, 2)}\n`);
+  console.log(`\nwrote compare to ${file}`);
 } else if (process.argv.includes('--cold-start')) {
   // Only the cold start, optionally against other builds (package roots with a built dist/).
   const compare = argValue('--cold-start-compare');
