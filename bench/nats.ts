@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,11 +8,29 @@ import { fileURLToPath } from 'node:url';
 /**
  * What the NATS fan-out needs around it: a `nats-server -js` on a free
  * loopback port with its own store, and two `troupe worker` processes
- * (one thread each) connected to it. `stop()` tears all of it down.
+ * connected to it. `stop()` tears all of it down.
  */
 export interface NatsCluster {
   url: string;
+  /**
+   * CPU the server and the nodes have used so far (user + system, every
+   * thread), in milliseconds; undefined where /proc cannot say (not Linux).
+   */
+  cpuMs(): number | undefined;
   stop(): Promise<void>;
+}
+
+// A process's user + system time from /proc/<pid>/stat, in ms (clock ticks are 1/100 s on Linux).
+function processCpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces) start at the state, field 3.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The nats-server binary (Debian's package, or NATS_SERVER), if installed. */
@@ -27,11 +45,12 @@ export function natsServerPath(): string | undefined {
   return undefined;
 }
 
-/** Starts the server and `nodes` worker processes of `threads` threads each. */
+/** Starts the server and `nodes` worker processes of `threads` actor threads and at most `toolThreads` tool threads each. */
 export async function startNatsCluster(
   binary: string,
   nodes: number,
   threads: number,
+  toolThreads: number,
 ): Promise<NatsCluster> {
   const port = await new Promise<number>((resolve, reject) => {
     const probe = createServer();
@@ -74,9 +93,8 @@ export async function startNatsCluster(
           `bench-${index + 1}`,
           '--threads',
           String(threads),
-          // As many tool threads as actor threads: the local run's pool has as many of each.
           '--tool-threads',
-          String(threads),
+          String(toolThreads),
         ],
         { stdio: ['ignore', 'ignore', 'pipe'] },
       );
@@ -86,6 +104,15 @@ export async function startNatsCluster(
   );
   return {
     url,
+    cpuMs: () => {
+      let total = 0;
+      for (const child of children) {
+        const ms = processCpuMs(child.pid);
+        if (ms === undefined) return undefined;
+        total += ms;
+      }
+      return total;
+    },
     stop: async () => {
       await Promise.all(
         children.reverse().map(

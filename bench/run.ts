@@ -90,6 +90,8 @@ const TURNS = 3;
 const IDEAL_MS = LATENCY_MS * TURNS;
 const CPU_TOOL_MS = 50;
 const REPEATS = 3;
+// The NATS comparison swings more between rounds than the others (four processes on a shared machine).
+const NATS_ROUNDS = 5;
 const here = fileURLToPath(import.meta.url);
 const toolModule = join(here, '..', 'tools.js');
 // The fault tools of the isolation case (plain ESM in the repository, not built).
@@ -210,11 +212,12 @@ async function troupeFanout(
   script: Script,
   extra: Partial<RuntimeOptions> = {},
   onBus?: (bus: EventBus) => void,
+  otherCpuMs?: () => number | undefined,
 ): Promise<Measurement> {
   return withRuntime(
     { provider: 'scripted', script },
     async (runtime) => {
-      const once = (): Promise<Measurement> => fanoutOnce(runtime, n);
+      const once = (): Promise<Measurement> => fanoutOnce(runtime, n, otherCpuMs);
       const cold = await once();
       let warm = cold;
       for (let index = 0; index < warmups(n); index += 1) warm = await once();
@@ -270,10 +273,16 @@ async function otelFanout(collector: OtelCollector, n: number): Promise<Measurem
   return { ...measured, extra };
 }
 
-// One measured fan-out of n bencher agents on a warm runtime.
-async function fanoutOnce(runtime: Runtime, n: number): Promise<Measurement> {
+// One measured fan-out of n bencher agents on a warm runtime. With `otherCpuMs` (CPU used so far
+// by other processes of the run, such as NATS worker nodes), `extra` is their CPU during it.
+async function fanoutOnce(
+  runtime: Runtime,
+  n: number,
+  otherCpuMs?: () => number | undefined,
+): Promise<Measurement> {
   collectGarbage();
   const cpu = process.cpuUsage();
+  const otherBefore = otherCpuMs?.();
   const started = performance.now();
   const refs = Array.from({ length: n }, (_, index) => runtime.spawn('bencher', `task ${index}`));
   const results = await Promise.all(refs.map((ref) => ref.result));
@@ -282,7 +291,15 @@ async function fanoutOnce(runtime: Runtime, n: number): Promise<Measurement> {
   const failed = results.filter((result) => result.status !== 'completed');
   if (failed.length > 0)
     throw new Error(`${failed.length} agents did not complete: ${failed[0]?.error?.message}`);
-  return { wallMs, cpuMs, peakRssMiB: peakRssMiB() };
+  const otherAfter = otherCpuMs?.();
+  return {
+    wallMs,
+    cpuMs,
+    peakRssMiB: peakRssMiB(),
+    ...(otherBefore === undefined || otherAfter === undefined
+      ? {}
+      : { extra: otherAfter - otherBefore }),
+  };
 }
 
 // Issue 14: the fan-out on two runtimes in one process, one without a journal and one with,
@@ -457,13 +474,16 @@ async function eventThroughput(actors: number, perActor: number): Promise<Measur
   });
 }
 
-// The same fan-out with the actors on two local worker nodes (one thread each, as many threads
-// as the local run's pool here) through a nats-server -js: what the transport costs.
+// The same fan-out with the actors on two local worker nodes through a nats-server -js: what the
+// transport costs. Both sides get the same thread budget: the local run's actor threads (one per
+// core, at most 4) split between the nodes, and its tool pool's (at most 2) too, one per node;
+// the coordinator starts no threads of its own (its tool pool waits for a call that needs it).
+// `extra` is the CPU the server and the nodes used during the measured run.
 async function natsFanout(n: number): Promise<Measurement> {
   const binary = natsServerPath();
   if (binary === undefined) throw new Error('nats-server is not installed');
   const threads = Math.min(4, Math.max(1, availableParallelism()));
-  const cluster = await startNatsCluster(binary, 2, Math.max(1, Math.floor(threads / 2)));
+  const cluster = await startNatsCluster(binary, 2, Math.max(1, Math.floor(threads / 2)), 1);
   const workspace = mkdtempSync(join(tmpdir(), 'troupe-bench-nats-run-'));
   try {
     const runId = `bench-${process.pid}`;
@@ -475,7 +495,9 @@ async function natsFanout(n: number): Promise<Measurement> {
       runId,
     };
     const transport = await createNatsTransport(runId, options, { url: cluster.url });
-    return await troupeFanout(n, FANOUT, { transport, runId, workspace });
+    return await troupeFanout(n, FANOUT, { transport, runId, workspace }, undefined, () =>
+      cluster.cpuMs(),
+    );
   } finally {
     await cluster.stop();
     rmSync(workspace, { recursive: true, force: true });
@@ -578,6 +600,9 @@ function natsSection():
       ratio: number;
       rounds: number;
       roundRatios: number[];
+      localCpuMs: number;
+      natsCpuMs: number;
+      cpuRatio: number;
     }
   | undefined {
   const n = 1000;
@@ -587,7 +612,7 @@ function natsSection():
   }
   const locals: Measurement[] = [];
   const remotes: Measurement[] = [];
-  for (let index = 0; index < REPEATS; index += 1) {
+  for (let index = 0; index < NATS_ROUNDS; index += 1) {
     locals.push(measureOnce({ kind: 'fanout', impl: 'troupe', n }));
     remotes.push(measureOnce({ kind: 'nats', n }));
   }
@@ -597,10 +622,26 @@ function natsSection():
   const roundRatios = remotes.map((run, index) =>
     round(run.wallMs / (locals[index]?.wallMs ?? Number.NaN), 3),
   );
+  // CPU of the whole cluster (coordinator, nodes and server) against the local process's, per
+  // measured run: steadier than the wall time on a shared machine, where the load moves it.
+  const clusterCpu = remotes.map((run) => run.cpuMs + (run.extra ?? Number.NaN));
+  const localCpuMs = round(median(locals.map((run) => run.cpuMs)), 0);
+  const natsCpuMs = round(median(clusterCpu), 0);
+  const cpuRatio = round(natsCpuMs / localCpuMs, 3);
   console.log(
-    `\nNATS fan-out, N=${n} on two local worker nodes, ${REPEATS} rounds alternating with the local pool: wall/ideal ${natsWallOverIdeal.toFixed(3)} against ${localWallOverIdeal.toFixed(3)}: ${ratio.toFixed(3)} x (rounds ${roundRatios.map((value) => value.toFixed(2)).join(', ')}; target <= 1.15 x)`,
+    `\nNATS fan-out, N=${n} on two local worker nodes, ${NATS_ROUNDS} rounds alternating with the local pool: wall/ideal ${natsWallOverIdeal.toFixed(3)} against ${localWallOverIdeal.toFixed(3)}: ${ratio.toFixed(3)} x (rounds ${roundRatios.map((value) => value.toFixed(2)).join(', ')}; target <= 1.15 x); CPU of the cluster ${natsCpuMs} ms against ${localCpuMs} ms: ${cpuRatio.toFixed(3)} x`,
   );
-  return { n, localWallOverIdeal, natsWallOverIdeal, ratio, rounds: REPEATS, roundRatios };
+  return {
+    n,
+    localWallOverIdeal,
+    natsWallOverIdeal,
+    ratio,
+    rounds: NATS_ROUNDS,
+    roundRatios,
+    localCpuMs,
+    natsCpuMs,
+    cpuRatio,
+  };
 }
 
 function isolationSection() {

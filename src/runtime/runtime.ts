@@ -241,9 +241,13 @@ export class Runtime {
       closed: () => this.#closed,
       fatal: () => this.#fatal,
       // The tool threads start with the first actor that may call a user tool,
-      // so its hosts have lanes to them before its first call.
+      // so its hosts have lanes to them before its first call. Hosts of a
+      // transport that cannot move ports (worker nodes, with tool pools of
+      // their own) get no lanes: this pool then starts with the first call
+      // that comes to it, if one does.
       userTools: () => {
-        if (isolatesTools(options)) this.#pooled().start();
+        const lanes = options.transport === undefined || options.transport.sendPorts !== undefined;
+        if (isolatesTools(options) && lanes) this.#pooled().start();
       },
     });
     this.bus.on('model.response', (event) => {
