@@ -1,6 +1,7 @@
 import { type MessagePort, receiveMessageOnPort } from 'node:worker_threads';
 import { TroupeError } from '../../errors.js';
 import type { ApprovalRequest, ToolContext } from '../../tools/tool.js';
+import { onAbort } from '../../util/abort.js';
 import { Batcher } from '../wire/batcher.js';
 import type { MainToWorker, WorkerWireItem } from '../wire/protocol.js';
 import {
@@ -74,7 +75,7 @@ export class PooledTools {
         reject(cancelled(tool));
         return;
       }
-      const onAbort = (): void => this.#cancel(call);
+      let release = (): void => {};
       const call: PooledCall = {
         id: this.#deps.nextRequestId(),
         tool,
@@ -83,16 +84,16 @@ export class PooledTools {
         lane: undefined,
         lost: 0,
         resolve: (content) => {
-          signal.removeEventListener('abort', onAbort);
+          release();
           resolve(content);
         },
         reject: (error) => {
-          signal.removeEventListener('abort', onAbort);
+          release();
           reject(error);
         },
       };
       this.#calls.set(call.id, call);
-      signal.addEventListener('abort', onAbort, { once: true });
+      release = onAbort(signal, () => this.#cancel(call));
       this.#place(call, false);
     });
   }
