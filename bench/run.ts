@@ -83,6 +83,9 @@ interface PairedMeasurement extends Measurement {
   withCpuMs: number;
   wallRatio: number;
   cpuRatio: number;
+  /** The main thread's own CPU (ms, medians of the pairs), where Linux reports it per thread. */
+  mainCpuMs?: number;
+  withMainCpuMs?: number;
 }
 
 const LATENCY_MS = 200;
@@ -302,6 +305,15 @@ async function fanoutOnce(
   };
 }
 
+// The calling thread's CPU time in ms (Linux: /proc/thread-self/schedstat, in ns), else undefined.
+function mainThreadCpuMs(): number | undefined {
+  try {
+    return Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1e6;
+  } catch {
+    return undefined;
+  }
+}
+
 // Issue 14: the fan-out on two runtimes in one process, one without a journal and one with,
 // alternated run by run (after their warm-ups), each pair in the other order than the last.
 // On a shared machine the load moves between processes more than the journal costs; within
@@ -321,10 +333,19 @@ async function journalPaired(n: number, rounds: number): Promise<PairedMeasureme
             await fanoutOnce(journaled, n);
           }
           const pairs: Array<{ without: Measurement; with: Measurement }> = [];
+          // The main thread's CPU of one run rides on `extra`.
+          const measured = async (runtime: Runtime): Promise<Measurement> => {
+            const main = mainThreadCpuMs();
+            const measurement = await fanoutOnce(runtime, n);
+            const after = mainThreadCpuMs();
+            return main === undefined || after === undefined
+              ? measurement
+              : { ...measurement, extra: after - main };
+          };
           for (let index = 0; index < rounds; index += 1) {
             const withoutFirst = index % 2 === 0;
-            const first = await fanoutOnce(withoutFirst ? without : journaled, n);
-            const second = await fanoutOnce(withoutFirst ? journaled : without, n);
+            const first = await measured(withoutFirst ? without : journaled);
+            const second = await measured(withoutFirst ? journaled : without);
             pairs.push(
               withoutFirst ? { without: first, with: second } : { without: second, with: first },
             );
@@ -339,6 +360,12 @@ async function journalPaired(n: number, rounds: number): Promise<PairedMeasureme
             withCpuMs: of((pair) => pair.with.cpuMs),
             wallRatio: of((pair) => pair.with.wallMs / pair.without.wallMs),
             cpuRatio: of((pair) => pair.with.cpuMs / pair.without.cpuMs),
+            ...(pairs[0]?.without.extra === undefined
+              ? {}
+              : {
+                  mainCpuMs: of((pair) => pair.without.extra ?? 0),
+                  withMainCpuMs: of((pair) => pair.with.extra ?? 0),
+                }),
           };
         },
         { journal },

@@ -150,8 +150,15 @@ export class Runtime {
         error: (error, fatal) => this.#onTransportError(error, fatal),
         closedFor: (actorId) => this.#router.closedFor(actorId),
         restarted: (actorId) => this.#router.restarted(actorId),
-        journalFor: (record) =>
-          record.key === undefined ? undefined : this.#journal?.entries(record.key),
+        // A first attempt has what the journal held when opened (a resume's); a retry, what the
+        // attempts before it recorded too.
+        journalFor: (record) => {
+          const journal = this.#journal;
+          if (record.key === undefined || journal === undefined) return undefined;
+          return record.attempt <= 1 && journal.recorded !== undefined
+            ? journal.recorded(record.key)
+            : journal.entries(record.key);
+        },
       },
       options.maxActorsPerThread ?? 5000,
       options.compression,
@@ -199,6 +206,18 @@ export class Runtime {
         else {
           const read = readJournalLine(record);
           if (read !== undefined) journal.append(key, read.entry);
+        }
+      },
+      journalLines: (text) => {
+        const journal = this.#journal;
+        if (journal === undefined) return;
+        if (journal.appendLines !== undefined) {
+          journal.appendLines(text);
+          return;
+        }
+        for (const line of text.split('\n')) {
+          const read = line === '' ? undefined : readJournalLine(line);
+          if (read !== undefined) journal.append(read.key, read.entry);
         }
       },
       flushJournal: () => this.#journal?.flush(),

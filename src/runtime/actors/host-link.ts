@@ -38,6 +38,8 @@ export interface HostLinkDeps {
   toolCall?: ((request: ToolCallRequest, hooks: ToolCallHooks) => ToolCallHandle) | undefined;
   /** Appends an actor's journal record, as a host encoded it (`journalLine`) or as an entry (no-op without a journal). */
   journal(actorId: string, record: JournalEntry | string | undefined): void;
+  /** Appends journal lines of several actors, one text as a host sent it (`journal.lines`). */
+  journalLines(text: string): void;
   /** Makes appended journal records durable. */
   flushJournal(): void;
   /** Why the journal cannot be written now (a full disk), if it cannot. */
@@ -128,6 +130,9 @@ export class HostLink {
             this.#deps.settle?.(item.reservation, item.outcome, item.actorId);
           else if (item.requestId !== undefined)
             this.#asks.get(`${hostId}:${item.requestId}`)?.abort();
+          break;
+        case 'journal.lines':
+          this.#deps.journalLines(item.text);
           break;
         case 'journal.entry':
           this.#deps.journal(item.actorId, item.line ?? (item.entry as JournalEntry | undefined));

@@ -81,6 +81,8 @@ export class ActorHost {
   // Calls of user tools that run on the tool pool: on lanes, or through the main thread.
   readonly #pooledTools: PooledTools;
   readonly #out: Batcher<WorkerWireItem>;
+  // This batch's journal lines (see #journalLine), until the batch is posted.
+  #journalLines: { type: 'journal.lines'; text: string } | undefined;
   readonly #env: NodeJS.ProcessEnv | undefined;
   #nextRequest = 1;
   #shutdown: (() => void) | undefined;
@@ -100,6 +102,8 @@ export class ActorHost {
     // (50,000 actors' timers firing at once at N = 100,000) is working, not blocked. A
     // blocking tool or loop posts nothing, so the watchdog still sees it.
     this.#out = new Batcher((items) => {
+      // Lines recorded from here on go in the next batch's own item.
+      this.#journalLines = undefined;
       port.postMessage(items);
       if (state !== undefined) Atomics.add(state, HOST_STATE.beat, 1);
     });
@@ -389,6 +393,23 @@ export class ActorHost {
   #journalOf(start: Extract<MainToWorker, { type: 'actor.start' }>): AgentJournal {
     const actorId = start.actorId;
     const key = start.key;
+    if (key !== undefined && start.journal === undefined) {
+      // Encoded here, off the main thread, and sent with the batch's other actors' lines as one
+      // text (one item, one append): the main thread writes it as it came.
+      const line = (entry: JournalEntry): void => this.#journalLine(journalLine(key, entry));
+      return {
+        recorded: start.entries ?? [],
+        record: line,
+        intend: (entry) => {
+          line(entry);
+          return this.#request<void>((requestId) => ({
+            type: 'journal.intent',
+            requestId,
+            actorId,
+          }));
+        },
+      };
+    }
     // Encoded here, off the main thread, which writes the line as it comes.
     const record =
       key === undefined
@@ -406,6 +427,21 @@ export class ActorHost {
           ...record(entry),
         })),
     };
+  }
+
+  // Appends a journal line to this batch's `journal.lines` item, made (ahead of what follows it in
+  // the batch) by the first line: the main thread appends the lines before it reads the events
+  // that announce them, and before the intents that wait for them.
+  #journalLine(line: string): void {
+    const lines = this.#journalLines;
+    if (lines !== undefined) {
+      lines.text += line;
+      return;
+    }
+    const item = { type: 'journal.lines' as const, text: line };
+    // Set before the push: a push that fills the batch posts it at once (and clears this).
+    this.#journalLines = item;
+    this.#out.push(item);
   }
 
   // Validated here, in the worker: the main thread only stamps the seq.

@@ -1,10 +1,12 @@
 import {
   closeSync,
   existsSync,
+  fstatSync,
   ftruncateSync,
   mkdirSync,
   openSync,
   readFileSync,
+  readSync,
   writeFileSync,
 } from 'node:fs';
 import { dirname } from 'node:path';
@@ -32,6 +34,12 @@ import { redactStrings } from '../../util/redact.js';
 export interface Journal {
   /** What was recorded for the agent `key`, in order (earlier attempts, then this one). */
   entries(key: string): readonly JournalEntry[];
+  /**
+   * What the journal held for the agent `key` when it was opened (a resumed
+   * run's records), without what was appended since: all an agent's first
+   * attempt in this process can have. Without it, `entries` is asked.
+   */
+  recorded?(key: string): readonly JournalEntry[];
   /** Adds a record for the agent `key`; durable after the next `flush`. */
   append(key: string, entry: JournalEntry): void;
   /**
@@ -40,6 +48,11 @@ export interface Journal {
    * as it came, instead of the main thread encoding every record again.
    */
   appendLine?(key: string, line: string): void;
+  /**
+   * As `appendLine`, for the lines of several agents in one text (an actor
+   * thread's batch, each line made by `journalLine` with the agent's key).
+   */
+  appendLines?(text: string): void;
   /** Notes an actor's spawn (its key, id and role) or its end. */
   note(record: JournalNote): void;
   /** Forgets the in-memory entries of an agent that completed (its result is stored). */
@@ -175,7 +188,9 @@ function checked(raw: string): unknown {
  * after each batch from its threads and before every `agent.finished`, so
  * what the trace shows as done is in the journal first). A resumed run opens
  * the same file: what it holds is replayed, its torn tail is cut off, and
- * new records go after it.
+ * new records go after it. Records appended while the run goes on are not
+ * kept in memory: `entries` (a retried actor's) reads them back from the
+ * file, as a resume would.
  */
 export class FileJournal implements Journal {
   readonly path: string;
@@ -183,12 +198,17 @@ export class FileJournal implements Journal {
   readonly task: string;
   /** Lines dropped from a torn tail when the file was opened. */
   readonly droppedLines: number;
-  // An actor thread's records stay the lines they came as until a retry or resume asks for them.
-  readonly #entries: Map<string, Array<JournalEntry | string>>;
+  // The entries of the file's first #read bytes, by agent key (released agents' dropped).
+  readonly #entries: Map<string, JournalEntry[]>;
+  // What the file held when it was opened, by agent key (released agents' dropped).
+  readonly #opened: Map<string, readonly JournalEntry[]>;
   readonly #file: FileAppender;
-  // Lines appended since the last flush, each with its newline.
+  // Lines appended since the last flush, each with its newline (one item may hold many lines).
   #buffer: string[] = [];
   readonly #redact: ((text: string) => string) | undefined;
+  // How much of the file #entries holds, and whether records were appended after it.
+  #read: number;
+  #unread = false;
 
   /**
    * Opens (or creates) the journal of run `runId`. An existing journal of
@@ -221,37 +241,36 @@ export class FileJournal implements Journal {
         );
       }
       this.#entries = contents.entries;
+      this.#opened = new Map(contents.entries);
       this.droppedLines = contents.droppedLines;
+      this.#read = contents.goodBytes;
       const fd = openSync(path, 'r+');
       // Cut the torn tail, so the next record starts on a line of its own.
       ftruncateSync(fd, contents.goodBytes);
       closeSync(fd);
     } else {
       this.#entries = new Map();
+      this.#opened = new Map();
       this.droppedLines = 0;
-      writeFileSync(path, line({ journal: 1, runId: run.runId, task: run.task }));
+      const header = line({ journal: 1, runId: run.runId, task: run.task });
+      writeFileSync(path, header);
+      this.#read = Buffer.byteLength(header);
     }
     this.#file = new FileAppender(openSync(path, 'a'), path, 'journal', options.onError);
   }
 
   entries(key: string): readonly JournalEntry[] {
-    const list = this.#entries.get(key);
-    if (list === undefined) return [];
-    if (!list.some((item) => typeof item === 'string')) return list as JournalEntry[];
-    const entries: JournalEntry[] = [];
-    for (const item of list) {
-      const entry = typeof item === 'string' ? readJournalLine(item)?.entry : item;
-      if (entry !== undefined) entries.push(entry);
-    }
-    this.#entries.set(key, entries);
-    return entries;
+    if (this.#unread) this.#readAppended();
+    return this.#entries.get(key) ?? [];
+  }
+
+  recorded(key: string): readonly JournalEntry[] {
+    return this.#opened.get(key) ?? [];
   }
 
   append(key: string, entry: JournalEntry): void {
-    const list = this.#entries.get(key);
-    if (list === undefined) this.#entries.set(key, [entry]);
-    else list.push(entry);
     this.#buffer.push(line({ a: key, e: entry }, this.#redact));
+    this.#unread = true;
   }
 
   appendLine(key: string, text: string): void {
@@ -271,18 +290,38 @@ export class FileJournal implements Journal {
         return;
       }
     }
-    const list = this.#entries.get(key);
-    if (list === undefined) this.#entries.set(key, [text]);
-    else list.push(text);
     this.#buffer.push(text);
+    this.#unread = true;
+  }
+
+  /**
+   * Appends lines made by `journalLine`, one text (an actor thread's batch):
+   * written as it came, unless a line has a secret in it (that one is
+   * encoded again, redacted). A text not ending in a newline is not taken.
+   */
+  appendLines(text: string): void {
+    if (!text.endsWith('\n')) return;
+    const redact = this.#redact;
+    if (redact !== undefined && redact(text) !== text) {
+      for (const one of text.slice(0, -1).split('\n')) {
+        const read = readJournalLine(one);
+        if (read !== undefined) this.appendLine(read.key, `${one}\n`);
+      }
+      return;
+    }
+    this.#buffer.push(text);
+    this.#unread = true;
   }
 
   note(record: JournalNote): void {
     this.#buffer.push(line({ n: record }, this.#redact));
+    this.#unread = true;
   }
 
+  /** Forgets an agent's entries; read back later from the file, an agent noted finished `completed` is left out too. */
   release(key: string): void {
     this.#entries.delete(key);
+    this.#opened.delete(key);
   }
 
   /** Why the last write failed, while records wait to be written; undefined once all are. */
@@ -299,6 +338,47 @@ export class FileJournal implements Journal {
   close(): void {
     this.flush();
     this.#file.close();
+  }
+
+  // Reads the records appended since the last read back from the file (written first): what a
+  // retried actor continues from is what a resume would. Records a failed write holds back are
+  // read once written.
+  #readAppended(): void {
+    this.flush();
+    const fd = openSync(this.path, 'r');
+    let text: string;
+    try {
+      const size = fstatSync(fd).size;
+      const bytes = Buffer.allocUnsafe(Math.max(0, size - this.#read));
+      let got = 0;
+      while (got < bytes.length) {
+        const count = readSync(fd, bytes, got, bytes.length - got, this.#read + got);
+        if (count <= 0) break;
+        got += count;
+      }
+      // Whole lines only: a torn one (a write cut short) is read once it is whole.
+      const end = bytes.subarray(0, got).lastIndexOf(0x0a) + 1;
+      text = bytes.subarray(0, end).toString('utf8');
+      this.#read += end;
+    } finally {
+      closeSync(fd);
+    }
+    this.#unread = this.failure !== undefined;
+    for (const raw of text.split('\n')) {
+      const value =
+        raw === '' ? undefined : (checked(raw) as { a?: unknown; e?: unknown; n?: unknown });
+      if (value === undefined || value === null || typeof value !== 'object') continue;
+      if (typeof value.a === 'string' && typeof value.e === 'object' && value.e !== null) {
+        const list = this.#entries.get(value.a);
+        if (list === undefined) this.#entries.set(value.a, [value.e as JournalEntry]);
+        else list.push(value.e as JournalEntry);
+        continue;
+      }
+      const note = value.n as Partial<Extract<JournalNote, { kind: 'finish' }>> | undefined;
+      // A completed agent's entries are released (its result is stored), as they were in memory.
+      if (note?.kind === 'finish' && note.status === 'completed' && typeof note.key === 'string')
+        this.#entries.delete(note.key);
+    }
   }
 }
 

@@ -317,6 +317,14 @@ export const WorkerToMainSchema = z.discriminatedUnion('type', [
     entry: JournalWireEntrySchema.optional(),
     line: z.string().optional(),
   }),
+  /**
+   * Journal records of several actors, as one text of lines each made by
+   * `journalLine` with the actor's key from `actor.start`: what a host's
+   * actors recorded in one batch, sent ahead of the batch's events (and of
+   * its intents, which then carry neither `line` nor `entry`). A host sends
+   * these for a run journal kept by the main thread it talks to directly.
+   */
+  z.object({ type: z.literal('journal.lines'), text: z.string() }),
   /** A tool that is not idempotent is about to run: answered once the intent is durable. */
   z.object({
     type: z.literal('journal.intent'),
@@ -400,7 +408,7 @@ export function parseWorkerMessage(data: unknown): {
       continue;
     }
     // Pooled tool calls and journal lines are the next bulk: checked by hand.
-    if (isToolRequest(item) || isJournalLine(item)) {
+    if (isToolRequest(item) || isJournalLine(item) || isJournalLines(item)) {
       items.push(item);
       continue;
     }
@@ -455,6 +463,27 @@ function isJournalLine(
       (record.type === 'journal.intent' && Number.isInteger(record.requestId))) &&
     typeof record.actorId === 'string' &&
     typeof record.line === 'string' &&
+    record.entry === undefined
+  );
+}
+
+// A batch's journal lines, or an intent whose line went with them.
+function isJournalLines(item: unknown): boolean {
+  const record = item as {
+    type?: unknown;
+    text?: unknown;
+    requestId?: unknown;
+    actorId?: unknown;
+    line?: unknown;
+    entry?: unknown;
+  } | null;
+  if (typeof record !== 'object' || record === null) return false;
+  if (record.type === 'journal.lines') return typeof record.text === 'string';
+  return (
+    record.type === 'journal.intent' &&
+    Number.isInteger(record.requestId) &&
+    typeof record.actorId === 'string' &&
+    record.line === undefined &&
     record.entry === undefined
   );
 }

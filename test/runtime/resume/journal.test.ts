@@ -112,9 +112,10 @@ describe('FileJournal', () => {
     // Encoded under another key (a sender's mistake): written under the right one.
     journal.appendLine('b', journalLine('a', model(0, 'plain')));
     journal.appendLine('b', journalLine('b', model(1, `the key is ${secret}`)));
+    // Read back from the file, as a resume reads them: redacted.
     expect(
       journal.entries('b').map((entry) => entry.kind === 'model' && entry.response.content),
-    ).toEqual(['plain', `the key is ${secret}`]);
+    ).toEqual(['plain', 'the key is [redacted]']);
     journal.close();
     expect(readFileSync(path, 'utf8')).not.toContain(secret);
     const contents = readJournal(path);
@@ -160,13 +161,52 @@ describe('FileJournal', () => {
     expect(() => readJournal(path)).toThrow(/no journal header|not a troupe journal/);
   });
 
-  it('forgets the entries of a released agent in memory, not on disk', () => {
+  it('forgets the entries of a completed agent in memory, not on disk', () => {
     const path = journalPath();
     const journal = new FileJournal(path, RUN);
     journal.append('a', model(0, 'one'));
+    journal.append('b', model(0, 'two'));
+    // As the runtime ends an actor: noted, then released.
+    journal.note({ kind: 'finish', key: 'a', id: 'worker-1', status: 'completed' });
+    journal.note({ kind: 'finish', key: 'b', id: 'worker-2', status: 'failed' });
     journal.release('a');
     expect(journal.entries('a')).toEqual([]);
+    // A failed one is retried from what it recorded.
+    expect(journal.entries('b')).toEqual([model(0, 'two')]);
     journal.close();
     expect(readJournal(path).entries.get('a')).toHaveLength(1);
+    const reopened = new FileJournal(path, RUN);
+    reopened.release('a');
+    expect(reopened.entries('a')).toEqual([]);
+    reopened.close();
+  });
+
+  it('writes the lines of several agents sent as one text as they came, and reads each agent back', () => {
+    const path = journalPath();
+    const secret = 'sk-journal-secret-value-0123456789';
+    const journal = new FileJournal(path, RUN, {
+      redact: createRedactor({ OPENAI_API_KEY: secret }),
+    });
+    const started: JournalEntry = { kind: 'tool.started', step: 0, callId: 'c', name: 'charge' };
+    const text = journalLine('a', model(0, 'one')) + journalLine('b', started);
+    journal.appendLines(text);
+    journal.appendLines(
+      journalLine('a', model(1, `the key is ${secret}`)) + journalLine('b', started),
+    );
+    // A text cut short is not taken.
+    journal.appendLines(journalLine('a', model(2, 'three')).slice(0, -1));
+    journal.flush();
+    const written = readFileSync(path, 'utf8');
+    expect(written).toContain(text);
+    expect(written).not.toContain(secret);
+    expect(
+      journal.entries('a').map((entry) => entry.kind === 'model' && entry.response.content),
+    ).toEqual(['one', 'the key is [redacted]']);
+    expect(journal.entries('b')).toEqual([started, started]);
+    // Appended after a read: read on the next ask.
+    journal.appendLines(journalLine('b', model(1, 'four')));
+    expect(journal.entries('b')).toHaveLength(3);
+    journal.close();
+    expect(readJournal(path).entries.get('b')).toHaveLength(3);
   });
 });

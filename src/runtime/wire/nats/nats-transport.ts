@@ -515,7 +515,13 @@ export class NatsTransport implements Transport {
     if (isWireEvent(item)) {
       return this.#actors.get(item.agentId)?.owner === node ? item : undefined;
     }
-    if (item.type === 'host.ready' || item.type === 'journal.record') return undefined;
+    // (A node's hosts send no `journal.lines`: their actors' records go one by one, per actor.)
+    if (
+      item.type === 'host.ready' ||
+      item.type === 'journal.record' ||
+      item.type === 'journal.lines'
+    )
+      return undefined;
     if (item.type === 'tool.cancelled') {
       const requestId = this.#requestsBack.get(`${node}\n${item.requestId}`);
       return requestId === undefined ? undefined : { ...item, requestId };
