@@ -45,6 +45,7 @@ import {
   INTERRUPTED_RESULT,
   type JournalEntry,
   JournalReplay,
+  RequestHasher,
   requestHash,
 } from './journal.js';
 import { callModel, type Delta, defaultNudge, describeToolCalls, echoedNote } from './step.js';
@@ -212,6 +213,8 @@ export class Agent {
   // Model calls over the agent's life: the journal's step index.
   #calls = 0;
   #replay: JournalReplay | undefined;
+  // The journal's request hashes, from what was added to the history since the last call.
+  readonly #requests = new RequestHasher();
 
   constructor(config: AgentConfig) {
     checkAgentConfig(config);
@@ -404,7 +407,7 @@ export class Agent {
     state.call = call;
     state.replayed = false;
     const journal = this.#config.journal;
-    const hash = journal === undefined ? undefined : requestHash(state.messages, tools);
+    const hash = journal === undefined ? undefined : this.#requests.hash(state.messages, tools);
     const recorded = hash === undefined ? undefined : this.#recorded(call, hash);
     if (recorded !== undefined) {
       this.#emit({

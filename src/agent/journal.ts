@@ -3,7 +3,7 @@ import { ErrorCodeSchema } from '../errors.js';
 import { type Message, ModelResponseSchema, type ToolSchema } from '../model/types.js';
 import type { ToolResult } from '../tools/registry.js';
 import { checkedJson, checkedLine } from '../util/checked-line.js';
-import { sha256Hex } from '../util/sha256.js';
+import { RunningSha256, sha256Hex } from '../util/sha256.js';
 
 /** A tool result as the journal keeps it (the registry's `ToolResult`). */
 export const ToolResultSchema = z.union([
@@ -137,6 +137,66 @@ function toolsPart(tools: readonly ToolSchema[]): string {
  */
 export function requestHash(messages: readonly Message[], tools: readonly ToolSchema[]): string {
   return sha256Hex(JSON.stringify(messages) + toolsPart(tools)).slice(0, 24);
+}
+
+// Past this many characters of history JSON, a request's hash goes on from a running digest
+// instead of hashing the whole text again on each call.
+const RUNNING_FROM_CHARS = 32_768;
+
+/**
+ * `requestHash` for the calls of one agent, whose history grows between
+ * them: each message is encoded once, when it is first hashed, and a long
+ * history is hashed on from a running digest, so a call costs what was
+ * added since the last one, not the whole history again. The digest is
+ * always what `requestHash` gives for the same request. When the history
+ * was rewritten (another array, as compression and the nudge make, or one
+ * that shrank or whose last hashed message changed), it starts again from
+ * the first message.
+ */
+export class RequestHasher {
+  #messages: readonly Message[] | undefined;
+  #count = 0;
+  #last: Message | undefined;
+  // '[' and the hashed messages' JSON joined by ',', while short; then a running digest of it.
+  #json = '';
+  #running: RunningSha256 | undefined;
+
+  hash(messages: readonly Message[], tools: readonly ToolSchema[]): string {
+    const count = this.#count;
+    if (
+      messages !== this.#messages ||
+      messages.length < count ||
+      (count > 0 && messages[count - 1] !== this.#last)
+    ) {
+      this.#messages = messages;
+      this.#count = 0;
+      this.#json = '';
+      this.#running = undefined;
+    }
+    for (let index = this.#count; index < messages.length; index += 1) {
+      this.#add(`${index === 0 ? '[' : ','}${JSON.stringify(messages[index])}`);
+    }
+    this.#count = messages.length;
+    this.#last = messages[messages.length - 1];
+    const tail = `${messages.length === 0 ? '[' : ''}]${toolsPart(tools)}`;
+    const running = this.#running;
+    return (running === undefined ? sha256Hex(this.#json + tail) : running.digestWith(tail)).slice(
+      0,
+      24,
+    );
+  }
+
+  #add(part: string): void {
+    if (this.#running !== undefined) {
+      this.#running.update(part);
+      return;
+    }
+    this.#json += part;
+    if (this.#json.length < RUNNING_FROM_CHARS) return;
+    this.#running = new RunningSha256();
+    this.#running.update(this.#json);
+    this.#json = '';
+  }
 }
 
 /** The hash an `inbox` record keeps of one message's text. */

@@ -7,6 +7,7 @@ import {
   INTERRUPTED_RESULT,
   type JournalEntry,
   messageHash,
+  RequestHasher,
   requestHash,
 } from '../../src/agent/journal.js';
 import type { AgentEvent, UnsequencedEvent } from '../../src/events/schema.js';
@@ -261,5 +262,76 @@ describe('requestHash', () => {
     expect(messageHash('hello')).toBe(
       createHash('sha256').update('hello').digest('hex').slice(0, 16),
     );
+  });
+});
+
+describe('RequestHasher', () => {
+  const tools: ToolSchema[] = [
+    { name: 'noop', description: 'n', parameters: { type: 'object', properties: {} } },
+  ];
+  const turn = (index: number, size: number): Message[] => [
+    {
+      role: 'assistant',
+      content: '',
+      toolCalls: [
+        { id: `call_${index}`, name: 'noop', arguments: { index }, raw: `{"index":${index}}` },
+      ],
+    },
+    {
+      role: 'tool',
+      toolCallId: `call_${index}`,
+      name: 'noop',
+      content: `ünï ✓ ${'x'.repeat(size)}`,
+    },
+  ];
+
+  it('gives what requestHash gives, call after call, as the history grows past the running digest', () => {
+    const hasher = new RequestHasher();
+    const messages: Message[] = [
+      { role: 'system', content: 'You check the ledger.' },
+      { role: 'user', content: 'task 1' },
+    ];
+    // 40 turns of ~2 KB: the history passes the running digest's threshold on the way.
+    for (let index = 0; index < 40; index += 1) {
+      expect(hasher.hash(messages, tools)).toBe(requestHash(messages, tools));
+      // Another tool list for the same history: its own digest, still the full one.
+      expect(hasher.hash(messages, [])).toBe(requestHash(messages, []));
+      messages.push(...turn(index, 2_000));
+    }
+    expect(JSON.stringify(messages).length).toBeGreaterThan(40_000 * 2);
+    expect(hasher.hash(messages, tools)).toBe(requestHash(messages, tools));
+    expect(new RequestHasher().hash([], tools)).toBe(requestHash([], tools));
+  });
+
+  it('starts again when the history was rewritten: another array, a shorter one, or its last message replaced', () => {
+    const hasher = new RequestHasher();
+    const messages: Message[] = [
+      { role: 'system', content: 'sys' },
+      { role: 'user', content: 'task' },
+      ...turn(0, 20_000),
+      ...turn(1, 20_000),
+    ];
+    expect(hasher.hash(messages, tools)).toBe(requestHash(messages, tools));
+    // Compression: a new array with a summary in the middle.
+    const compressed: Message[] = [
+      messages[0] as Message,
+      messages[1] as Message,
+      { role: 'user', content: 'summary' },
+      ...turn(1, 20_000),
+    ];
+    expect(hasher.hash(compressed, tools)).toBe(requestHash(compressed, tools));
+    // The same array, shortened, then grown by other messages of the same count.
+    compressed.splice(2);
+    expect(hasher.hash(compressed, tools)).toBe(requestHash(compressed, tools));
+    compressed.push(...turn(2, 10));
+    expect(hasher.hash(compressed, tools)).toBe(requestHash(compressed, tools));
+    // Its last hashed message replaced in place.
+    compressed[compressed.length - 1] = {
+      role: 'tool',
+      toolCallId: 'call_2',
+      name: 'noop',
+      content: 'other',
+    };
+    expect(hasher.hash(compressed, tools)).toBe(requestHash(compressed, tools));
   });
 });
