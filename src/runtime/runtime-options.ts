@@ -82,7 +82,7 @@ export interface RuntimeOptions {
   /** Where actors run (default worker threads on this machine). */
   transport?: Transport | undefined;
   /**
-   * Per-thread memory limits (default: a 4 MiB young generation, no old-generation
+   * Per-thread memory limits (default: a 16 MiB young generation, no old-generation
    * limit); a thread past them dies, its actors fail, the pool replaces it.
    */
   threadLimits?: ThreadLimits | undefined;

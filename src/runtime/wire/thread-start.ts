@@ -28,12 +28,15 @@ export function defaultAgentThreads(): number {
 }
 
 /**
- * Default per-thread limits of the agent pool: a small young generation,
- * about 20 MiB less RSS per thread in the fan-out benchmark at no measurable
- * CPU cost (docs/PERFORMANCE.md).
+ * Default per-thread limits of the agent pool: a bounded young generation.
+ * Unbounded, V8 grows it to ~48 MiB per thread in a fan-out; at 4 MiB a
+ * thread holding hundreds of waiting actors scavenged three times as often
+ * and spent about a third of its time collecting; 16 MiB measured ~5% less
+ * CPU per agent (~14% less on the cold run) than 4 MiB for ~9 MiB more peak
+ * RSS at N = 1,000 (docs/PERFORMANCE.md).
  */
 export const DEFAULT_AGENT_THREAD_LIMITS: Readonly<ResourceLimits> = {
-  maxYoungGenerationSizeMb: 4,
+  maxYoungGenerationSizeMb: 16,
 };
 
 /**

@@ -12,6 +12,7 @@ import {
   type MainToWorkerInput,
   type WorkerWireItem,
 } from '../protocol.js';
+import { DEFAULT_AGENT_THREAD_LIMITS } from '../thread-start.js';
 import { ToolPool } from '../tool-pool.js';
 import { JournalLog } from './journal-log.js';
 import {
@@ -485,7 +486,7 @@ export class WorkerNode {
         // Budgeted calls reserve their room with the coordinator: the request goes up like any other.
         ...(config.budget === true ? { budget: true } : {}),
       },
-      resourceLimits: { maxYoungGenerationSizeMb: 4 },
+      resourceLimits: { ...DEFAULT_AGENT_THREAD_LIMITS },
       workerUrl: this.#options.workerUrl,
     });
     const subject = subjects.up(work.runId);
