@@ -17,6 +17,8 @@ export interface NatsCluster {
    * thread), in milliseconds; undefined where /proc cannot say (not Linux).
    */
   cpuMs(): number | undefined;
+  /** The server's and each node's name and process id. */
+  processes(): [string, number][];
   stop(): Promise<void>;
 }
 
@@ -113,9 +115,15 @@ export async function startNatsCluster(
       }
       return total;
     },
+    processes: () =>
+      children.flatMap((child, index): [string, number][] =>
+        child.pid === undefined
+          ? []
+          : [[index === 0 ? 'nats-server' : `bench-${index}`, child.pid]],
+      ),
     stop: async () => {
       await Promise.all(
-        children.reverse().map(
+        [...children].reverse().map(
           (child) =>
             new Promise<void>((resolve) => {
               if (child.exitCode !== null || child.signalCode !== null) return resolve();
