@@ -2,6 +2,7 @@ import { MessagePort } from 'node:worker_threads';
 import { z } from 'zod';
 import { JournalEntrySchema } from '../../agent/journal.js';
 import { ErrorCodeSchema, SerializedErrorSchema, TroupeError } from '../../errors.js';
+import { compileCheck } from '../../events/event-check.js';
 import { AgentStopReasonSchema, type UnsequencedEvent } from '../../events/schema.js';
 import { McpServerConfigSchema } from '../../mcp/config.js';
 import { ModelSpecSchema } from '../../model/model.js';
@@ -412,11 +413,36 @@ export function parseWorkerMessage(data: unknown): {
       items.push(item);
       continue;
     }
+    // The rest (an actor's result and turn, once per agent): a check compiled
+    // from the item's own schema (compileCheck: zod's rules, no output built);
+    // zod parses what it refuses, and writes the message.
+    const check = workerItemCheck(item);
+    if (check?.(item) === true) {
+      items.push(item as WorkerWireItem);
+      continue;
+    }
     const parsed = WorkerToMainSchema.safeParse(item);
     if (parsed.success) items.push(parsed.data);
     else invalid.push(z.prettifyError(parsed.error));
   }
   return { items, invalid };
+}
+
+// The compiled check of each worker item type, made on its first use.
+const workerItemChecks = new Map<string, (value: unknown) => boolean>();
+function workerItemCheck(item: unknown): ((value: unknown) => boolean) | undefined {
+  const type = (item as { type?: unknown } | null)?.type;
+  if (typeof type !== 'string') return undefined;
+  let check = workerItemChecks.get(type);
+  if (check === undefined) {
+    const option = (WorkerToMainSchema.options as readonly z.ZodObject[]).find(
+      (candidate) => (candidate.shape['type'] as z.ZodLiteral<string>).value === type,
+    );
+    if (option === undefined) return undefined;
+    check = compileCheck(option);
+    workerItemChecks.set(type, check);
+  }
+  return check;
 }
 
 // Built once: a host parses every message the main thread sends it.
