@@ -140,8 +140,9 @@ export function requestHash(messages: readonly Message[], tools: readonly ToolSc
 }
 
 // Past this many characters of history JSON, a request's hash goes on from a running digest
-// instead of hashing the whole text again on each call.
-const RUNNING_FROM_CHARS = 32_768;
+// instead of hashing the whole text again on each call (and the text is no longer kept: an
+// agent holds at most this much of it, besides its history).
+const RUNNING_FROM_CHARS = 8_192;
 
 /**
  * `requestHash` for the calls of one agent, whose history grows between
