@@ -8,7 +8,7 @@ const waiting = new WeakMap<AbortSignal, Set<() => void>>();
  * called first (it removes `fn`). Every caller on one signal shares a single
  * listener: an agent's signal sees a wait per model call and per tool call,
  * thousands at once in a fan-out, and Node's addEventListener and
- * removeEventListener were ~8% of an actor thread's time there. Does nothing
+ * removeEventListener were ~11% of an actor thread's busy time there. Does nothing
  * for a signal that has already aborted (check `signal.aborted` first).
  */
 export function onAbort(signal: AbortSignal, fn: () => void): () => void {
