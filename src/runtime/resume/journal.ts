@@ -240,8 +240,9 @@ export class FileJournal implements Journal {
           `The journal ${path} belongs to ${contents.runId === run.runId ? 'another task' : `run ${contents.runId}`} (${JSON.stringify(contents.task.slice(0, 80))}), not to this one; resume with the task it recorded, or move it away to run afresh.`,
         );
       }
-      this.#entries = contents.entries;
-      this.#opened = new Map(contents.entries);
+      this.#opened = contents.entries;
+      // Lists of their own: records read back later are added to these, not to what was opened.
+      this.#entries = new Map([...contents.entries].map(([key, list]) => [key, [...list]]));
       this.droppedLines = contents.droppedLines;
       this.#read = contents.goodBytes;
       const fd = openSync(path, 'r+');
