@@ -515,7 +515,7 @@ export class NatsTransport implements Transport {
     if (isWireEvent(item)) {
       return this.#actors.get(item.agentId)?.owner === node ? item : undefined;
     }
-    // (A node's hosts send no `journal.lines`: their actors' records go one by one, per actor.)
+    // (A node's hosts keep no run journal, so they send no `journal.lines`.)
     if (
       item.type === 'host.ready' ||
       item.type === 'journal.record' ||
