@@ -741,7 +741,7 @@ function journalSection() {
   );
   const { paired } = journal;
   console.log(
-    `journal, N=${JOURNAL_N}, ${paired.pairs} pairs in one process (medians of the pairs' ratios): wall x${paired.wallRatio.toFixed(3)}, cpu x${paired.cpuRatio.toFixed(3)}; cpu ms/agent without ${paired.withoutCpuMsPerAgent.toFixed(3)}, with ${paired.withCpuMsPerAgent.toFixed(3)}`,
+    `journal, N=${JOURNAL_N}, ${paired.pairs} pairs in one process (medians of the pairs' ratios): wall x${paired.wallRatio.toFixed(3)}, cpu x${paired.cpuRatio.toFixed(3)}; cpu ms/agent without ${paired.withoutCpuMsPerAgent.toFixed(3)}, with ${paired.withCpuMsPerAgent.toFixed(3)}${paired.mainThreadAddedUsPerAgent === undefined ? '' : `; main thread +${paired.mainThreadAddedUsPerAgent} us/agent`}`,
   );
   return journal;
 }
@@ -804,6 +804,15 @@ function pairedJournal() {
     withCpuMsPerAgent: round(result.withCpuMs / JOURNAL_N, 3),
     wallRatio: round(result.wallRatio, 3),
     cpuRatio: round(result.cpuRatio, 3),
+    // What the journal adds to the main thread's own CPU, µs per agent (Linux only).
+    ...(result.mainCpuMs === undefined || result.withMainCpuMs === undefined
+      ? {}
+      : {
+          mainThreadAddedUsPerAgent: round(
+            ((result.withMainCpuMs - result.mainCpuMs) * 1000) / JOURNAL_N,
+            1,
+          ),
+        }),
   };
 }
 
