@@ -957,8 +957,17 @@ async function orchestrate(full: boolean): Promise<void> {
   };
   const dir = join(here, '..', '..', '..', 'bench', 'results');
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'latest.json'), `${JSON.stringify(results, null, 2)}\n`);
-  console.log(`\nwrote ${join(dir, 'latest.json')}`);
+  // Merged: sections this run did not measure (the journal, OpenTelemetry, peers,
+  // scale, compare… of an earlier --full or single-section run) keep their figures.
+  const file = join(dir, 'latest.json');
+  let earlier: Record<string, unknown> = {};
+  try {
+    earlier = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  } catch {
+    // No earlier results (or unreadable ones): this run's alone.
+  }
+  writeFileSync(file, `${JSON.stringify({ ...earlier, ...results }, null, 2)}\n`);
+  console.log(`\nwrote ${file}`);
 }
 
 function printColdStart(results: readonly ColdStartResult[]): void {
