@@ -87,6 +87,11 @@ export async function startNatsCluster(
       const child = spawn(
         process.execPath,
         [
+          // Extra Node flags for the nodes (`--cpu-prof --cpu-prof-dir <dir>` to profile them: Node
+          // refuses those in NODE_OPTIONS), split on spaces.
+          ...(process.env['TROUPE_BENCH_NODE_FLAGS'] ?? '')
+            .split(' ')
+            .filter((flag) => flag !== ''),
           bin,
           'worker',
           '--nats',
@@ -122,16 +127,19 @@ export async function startNatsCluster(
           : [[index === 0 ? 'nats-server' : `bench-${index}`, child.pid]],
       ),
     stop: async () => {
-      await Promise.all(
-        [...children].reverse().map(
-          (child) =>
-            new Promise<void>((resolve) => {
-              if (child.exitCode !== null || child.signalCode !== null) return resolve();
-              child.once('exit', () => resolve());
-              child.kill('SIGKILL');
-            }),
-        ),
-      );
+      // Nodes run with extra flags (profiling) end with SIGTERM before the server goes, so they
+      // write what they collected; otherwise everything is killed at once.
+      const gentle = (process.env['TROUPE_BENCH_NODE_FLAGS'] ?? '') !== '';
+      const end = (child: ChildProcess, signal: NodeJS.Signals): Promise<void> =>
+        new Promise<void>((resolve) => {
+          if (child.exitCode !== null || child.signalCode !== null) return resolve();
+          child.once('exit', () => resolve());
+          child.kill(signal);
+          if (signal !== 'SIGKILL') setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
+        });
+      // The server is the first child, the nodes follow.
+      if (gentle) await Promise.all(children.slice(1).map((child) => end(child, 'SIGTERM')));
+      await Promise.all([...children].reverse().map((child) => end(child, 'SIGKILL')));
       rmSync(store, { recursive: true, force: true });
     },
   };

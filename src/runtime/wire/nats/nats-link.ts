@@ -94,7 +94,7 @@ export interface NatsLink {
  */
 export async function connectNats(options: NatsConnectOptions): Promise<NatsLink> {
   const [
-    { connect, createInbox, credsAuthenticator, headers, nkeyAuthenticator },
+    { connect, createInbox, credsAuthenticator, nkeyAuthenticator },
     { jetstream, jetstreamManager },
   ] = await Promise.all([import('@nats-io/transport-node'), import('@nats-io/jetstream')]);
   const env = options.env ?? process.env;
@@ -153,7 +153,7 @@ export async function connectNats(options: NatsConnectOptions): Promise<NatsLink
       { cause: error },
     );
   });
-  const writer = new StreamWriter(nc, { inbox: createInbox(), headers, timeoutMs: 10_000 });
+  const writer = new StreamWriter(nc, { inbox: createInbox(), timeoutMs: 10_000 });
   void nc.closed().then(() => writer.close());
   return { nc, js: jetstream(nc, { timeout: 10_000 }), jsm, writer, where };
 }

@@ -406,9 +406,6 @@ export class NatsTransport implements Transport {
           ? subjects.work(this.#runId)
           : subjects.workOn(this.#runId, actor.target),
         this.#work.encode(work),
-        {
-          msgID: `${this.session.id}.${start.actorId}.${start.attempt}.${generation}`,
-        },
       )
       .then(
         (ack) => {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { TroupeError } from '../../../errors.js';
+import { compileCheck } from '../../../events/event-check.js';
 import { ModelSpecSchema } from '../../../model/model.js';
 import { ModelResponseSchema } from '../../../model/types.js';
 import {
@@ -67,6 +68,29 @@ export type WorkItemInput = z.input<typeof WorkItemSchema>;
 const WorkHeaderSchema = WorkItemSchema.omit({ config: true, role: true, model: true });
 type WorkHeader = z.infer<typeof WorkHeaderSchema>;
 
+// The header's check compiled from its schema (zod's rules, no output built): zod parses only a
+// header it refuses, and says why. Made on first use.
+let headerCheck: ((value: unknown) => boolean) | undefined;
+
+function decodeHeader(data: Uint8Array): WorkHeader {
+  let json: unknown;
+  try {
+    json = JSON.parse(decoder.decode(data));
+  } catch {
+    throw new TroupeError('runtime.protocol', 'A spawn request is not JSON.');
+  }
+  headerCheck ??= compileCheck(WorkHeaderSchema);
+  if (headerCheck(json)) return json as WorkHeader;
+  const parsed = WorkHeaderSchema.safeParse(json);
+  if (!parsed.success) {
+    throw new TroupeError(
+      'runtime.protocol',
+      `A spawn request is invalid: ${z.prettifyError(parsed.error)}`,
+    );
+  }
+  return parsed.data;
+}
+
 // The parts of a spawn a session repeats in each: one JSON line, the same bytes every time.
 const WorkDefsSchema = z.object({ config: z.unknown(), role: z.unknown(), model: z.unknown() });
 
@@ -91,8 +115,19 @@ export class WorkEncoder {
       );
       this.#defs.set(cacheKey, defs);
     }
-    const { config: _config, role: _role, model: _model, ...header } = work;
-    const head = encoder.encode(JSON.stringify(header));
+    // Field by field, not a rest spread (the spread was the larger part of encoding a spawn).
+    const head = encoder.encode(
+      JSON.stringify({
+        wire: work.wire,
+        runId: work.runId,
+        session: work.session,
+        roleKey: work.roleKey,
+        modelKey: work.modelKey,
+        start: work.start,
+        generation: work.generation,
+        readJournal: work.readJournal,
+      }),
+    );
     const bytes = new Uint8Array(head.length + defs.length);
     bytes.set(head);
     bytes.set(defs, head.length);
@@ -113,7 +148,7 @@ export class WorkDecoder {
     const split = data.indexOf(NEWLINE);
     if (split === -1)
       throw new TroupeError('runtime.protocol', 'A spawn request has no parts line.');
-    const header = decode(data.subarray(0, split), WorkHeaderSchema, 'A spawn request');
+    const header = decodeHeader(data.subarray(0, split));
     const session = header.session.id;
     const keys = {
       config: `${session}\nconfig`,
@@ -136,11 +171,20 @@ export class WorkDecoder {
     keys: { config: string; role: string; model: string },
     defs: z.infer<typeof WorkDefsSchema> | undefined,
   ): WorkItem {
+    // Field by field: a spread of the header followed by new keys took ~30 µs per spawn in V8
+    // (Node 20), half of a node's cost of taking one; this is well under one.
     return {
-      ...header,
+      wire: header.wire,
+      runId: header.runId,
+      session: header.session,
       config: this.#part(keys.config, defs?.config, RemoteHostConfigSchema, 'config'),
+      roleKey: header.roleKey,
       role: this.#part(keys.role, defs?.role, RoleSpecSchema, 'role'),
+      modelKey: header.modelKey,
       model: this.#part(keys.model, defs?.model, ModelSpecSchema, 'model'),
+      start: header.start,
+      generation: header.generation,
+      readJournal: header.readJournal,
     };
   }
 

@@ -1,4 +1,4 @@
-import type { MsgHdrs, NatsConnection, Subscription } from '@nats-io/transport-node';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { TroupeError } from '../../../errors.js';
 
 /** What JetStream says when it has stored a message: the stream and its sequence there. */
@@ -27,7 +27,6 @@ interface Waiting {
 export class StreamWriter {
   readonly #nc: NatsConnection;
   readonly #inbox: string;
-  readonly #headers: () => MsgHdrs;
   readonly #timeoutMs: number;
   readonly #waiting = new Map<number, Waiting>();
   readonly #sub: Subscription;
@@ -35,13 +34,9 @@ export class StreamWriter {
   readonly #decoder = new TextDecoder();
   #next = 1;
 
-  constructor(
-    nc: NatsConnection,
-    options: { inbox: string; headers: () => MsgHdrs; timeoutMs: number },
-  ) {
+  constructor(nc: NatsConnection, options: { inbox: string; timeoutMs: number }) {
     this.#nc = nc;
     this.#inbox = options.inbox;
-    this.#headers = options.headers;
     this.#timeoutMs = options.timeoutMs;
     this.#sub = nc.subscribe(`${this.#inbox}.*`, {
       callback: (error, msg) => {
@@ -64,26 +59,23 @@ export class StreamWriter {
     this.#sweep.unref();
   }
 
-  /** Publishes `data` on `subject`; resolves once the stream has stored it. */
-  publish(subject: string, data: Uint8Array, options: { msgID?: string } = {}): Promise<StoredAck> {
+  /**
+   * Publishes `data` on `subject`; resolves once the stream has stored it.
+   * Without a message id: nothing here publishes the same message twice
+   * (a write that fails is reported, never retried), so JetStream's
+   * duplicate window would only cost a header per write and an entry in
+   * the server's table.
+   */
+  publish(subject: string, data: Uint8Array): Promise<StoredAck> {
     if (this.#nc.isClosed()) {
       return Promise.reject(new TroupeError('runtime.protocol', 'The NATS connection is closed.'));
     }
     const id = this.#next;
     this.#next += 1;
-    let headers: MsgHdrs | undefined;
-    if (options.msgID !== undefined) {
-      headers = this.#headers();
-      // JetStream drops a second message with the same id within its duplicate window.
-      headers.set('Nats-Msg-Id', options.msgID);
-    }
     return new Promise<StoredAck>((resolve, reject) => {
       this.#waiting.set(id, { resolve, reject, sentAt: Date.now(), subject });
       try {
-        this.#nc.publish(subject, data, {
-          reply: `${this.#inbox}.${id}`,
-          ...(headers === undefined ? {} : { headers }),
-        });
+        this.#nc.publish(subject, data, { reply: `${this.#inbox}.${id}` });
       } catch (error) {
         this.#waiting.delete(id);
         reject(

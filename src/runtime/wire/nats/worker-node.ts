@@ -626,12 +626,21 @@ export class WorkerNode {
       host.defined.add(work.modelKey);
       send({ type: 'model.define', key: work.modelKey, model: work.model });
     }
-    send({
-      ...work.start,
+    // Field by field: V8 makes a spread followed by a new key (journal) slow, ~10 µs per spawn.
+    const { start } = work;
+    const item: Extract<MainToWorkerInput, { type: 'actor.start' }> = {
+      type: 'actor.start',
+      actorId: start.actorId,
       role: work.roleKey,
       model: work.modelKey,
+      task: start.task,
+      attempt: start.attempt,
       journal: { replay: actor.journal, record: true },
-    });
+    };
+    if (start.parentId !== undefined) item.parentId = start.parentId;
+    if (start.key !== undefined) item.key = start.key;
+    if (start.entries !== undefined) item.entries = start.entries;
+    send(item);
     for (const item of actor.pending.splice(0)) send(item);
   }
 

@@ -82,4 +82,29 @@ describe('WorkEncoder and WorkDecoder', () => {
     expect(isTroupeError(refused, 'runtime.protocol')).toBe(true);
     expect((refused as Error).message).toMatch(/config is invalid/);
   });
+
+  it('keeps every field of a spawn, and refuses an invalid header saying what is wrong', () => {
+    const encoder = new WorkEncoder();
+    const decoder = new WorkDecoder();
+    const sent: WorkItemInput = {
+      ...work('c-1'),
+      generation: 2,
+      readJournal: true,
+      start: { ...work('c-1').start, parentId: 'p-1', key: 'k-1', attempt: 3 },
+    };
+    expect(decoder.decode(encoder.encode(sent))).toEqual(sent);
+
+    const text = new TextDecoder().decode(encoder.encode(work('c-2')));
+    const bad = text.replace('"attempt":1', '"attempt":0');
+    const refused = (() => {
+      try {
+        decoder.decode(new TextEncoder().encode(bad));
+      } catch (error) {
+        return error;
+      }
+      return undefined;
+    })();
+    expect(isTroupeError(refused, 'runtime.protocol')).toBe(true);
+    expect((refused as Error).message).toMatch(/spawn request is invalid.*\n.*start\.attempt/s);
+  });
 });
