@@ -6,8 +6,11 @@ import {
   type AgentJournal,
   INTERRUPTED_RESULT,
   type JournalEntry,
+  journalLine,
+  journalLineEncoder,
   messageHash,
   RequestHasher,
+  readJournalLine,
   requestHash,
 } from '../../src/agent/journal.js';
 import type { AgentEvent, UnsequencedEvent } from '../../src/events/schema.js';
@@ -333,5 +336,35 @@ describe('RequestHasher', () => {
       content: 'other',
     };
     expect(hasher.hash(compressed, tools)).toBe(requestHash(compressed, tools));
+  });
+});
+
+describe('journalLineEncoder', () => {
+  // The main thread appends an actor thread's lines as they came, and a resume reads them with
+  // the lines the main thread writes itself: one agent's encoder must write journalLine's bytes.
+  it('writes the very line journalLine writes, for every kind of record and a key that needs escaping', () => {
+    const entries: JournalEntry[] = [
+      {
+        kind: 'model',
+        step: 0,
+        hash: 'abc',
+        response: {
+          content: 'é "quoted" \n',
+          toolCalls: [{ id: 'c1', name: 'count', arguments: { n: 1 }, raw: '{"n":1}' }],
+          usage: { inputTokens: 3, outputTokens: 2 },
+          stopReason: 'tool_calls',
+        },
+      },
+      { kind: 'tool.started', step: 0, callId: 'c1', name: 'count' },
+      { kind: 'tool', step: 0, callId: 'c1', name: 'count', result: { ok: true, content: 'ok' } },
+      { kind: 'inbox', step: 1, hashes: ['h1', 'h2'], reset: true },
+    ];
+    for (const key of ['5b001f388edc4f0603269a7b35a8b473', 'a "key"\\with\u2028escapes']) {
+      const encode = journalLineEncoder(key);
+      for (const entry of entries) {
+        expect(encode(entry)).toBe(journalLine(key, entry));
+        expect(readJournalLine(encode(entry))).toEqual({ key, entry });
+      }
+    }
   });
 });

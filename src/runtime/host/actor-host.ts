@@ -1,5 +1,10 @@
 import type { CallAsk, CallGrant } from '../../agent/allowance.js';
-import { type AgentJournal, type JournalEntry, journalLine } from '../../agent/journal.js';
+import {
+  type AgentJournal,
+  type JournalEntry,
+  journalLine,
+  journalLineEncoder,
+} from '../../agent/journal.js';
 import { errorMessage, serializeError, TroupeError } from '../../errors.js';
 import { checkEvent } from '../../events/event-check.js';
 import type { UnsequencedEvent } from '../../events/schema.js';
@@ -83,6 +88,8 @@ export class ActorHost {
   readonly #out: Batcher<WorkerWireItem>;
   // This batch's journal lines (see #journalLine), until the batch is posted.
   #journalLines: { type: 'journal.lines'; text: string } | undefined;
+  // This batch's one journal intent (see #intent), until the batch is posted.
+  #batchIntent: Promise<void> | undefined;
   readonly #env: NodeJS.ProcessEnv | undefined;
   #nextRequest = 1;
   #shutdown: (() => void) | undefined;
@@ -102,8 +109,9 @@ export class ActorHost {
     // (50,000 actors' timers firing at once at N = 100,000) is working, not blocked. A
     // blocking tool or loop posts nothing, so the watchdog still sees it.
     this.#out = new Batcher((items) => {
-      // Lines recorded from here on go in the next batch's own item.
+      // Lines recorded from here on go in the next batch's own item, and their intents in its own.
       this.#journalLines = undefined;
+      this.#batchIntent = undefined;
       port.postMessage(items);
       if (state !== undefined) Atomics.add(state, HOST_STATE.beat, 1);
     });
@@ -396,17 +404,14 @@ export class ActorHost {
     if (key !== undefined && start.journal === undefined) {
       // Encoded here, off the main thread, and sent with the batch's other actors' lines as one
       // text (one item, one append): the main thread writes it as it came.
-      const line = (entry: JournalEntry): void => this.#journalLine(journalLine(key, entry));
+      const encode = journalLineEncoder(key);
+      const line = (entry: JournalEntry): void => this.#journalLine(encode(entry));
       return {
         recorded: start.entries ?? [],
         record: line,
         intend: (entry) => {
           line(entry);
-          return this.#request<void>((requestId) => ({
-            type: 'journal.intent',
-            requestId,
-            actorId,
-          }));
+          return this.#intent(actorId);
         },
       };
     }
@@ -427,6 +432,28 @@ export class ActorHost {
           ...record(entry),
         })),
     };
+  }
+
+  // A group commit: every intent of this batch waits on one `journal.intent` item, placed after
+  // the batch's `journal.lines` (which holds their lines), and answered once the main thread has
+  // written the batch: one request, one answer and one promise per batch instead of per tool call.
+  #intent(actorId: string): Promise<void> {
+    const shared = this.#batchIntent;
+    if (shared !== undefined) return shared;
+    if (this.#stopping) {
+      return Promise.reject(new TroupeError('runtime.closed', 'The runtime is shutting down.'));
+    }
+    const requestId = this.#nextRequest;
+    this.#nextRequest += 1;
+    let settle: Pending | undefined;
+    const intent = new Promise<void>((resolve, reject) => {
+      settle = { resolve: resolve as (value: unknown) => void, reject };
+    });
+    this.#pending.set(requestId, settle as Pending);
+    // Set before the push: a push that fills the batch posts it at once (and clears this).
+    this.#batchIntent = intent;
+    this.#out.push({ type: 'journal.intent', requestId, actorId });
+    return intent;
   }
 
   // Appends a journal line to this batch's `journal.lines` item, made (ahead of what follows it in

@@ -25,6 +25,13 @@ export class InboxOrder {
 
   constructor(journal: AgentJournal) {
     this.#journal = journal;
+    if (journal.recorded.length === 0) {
+      // A first attempt (nearly every actor): nothing to replay, nothing to reset.
+      this.#replayUntil = -1;
+      this.#plan = undefined;
+      this.#resetPending = false;
+      return;
+    }
     const plan = inboxPlan(journal.recorded);
     let until = -1;
     for (const entry of journal.recorded) {
@@ -79,6 +86,7 @@ export class InboxOrder {
   #at(step: number): void {
     if (step === this.#step) return;
     this.#step = step;
-    this.#taken = [];
+    // A new list only when something was taken (nearly always nothing is, once per model call).
+    if (this.#taken.length > 0) this.#taken = [];
   }
 }

@@ -1,6 +1,7 @@
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
+import { readJournalLine } from '../../../src/agent/journal.js';
 import type { ModelSpec } from '../../../src/model/model.js';
 import { defineChannel, toChannelSpec } from '../../../src/roles/channel.js';
 import { ActorHost } from '../../../src/runtime/host/actor-host.js';
@@ -253,6 +254,99 @@ describe('ActorHost', () => {
     expect(result).toMatchObject({
       outcome: { stopReason: 'cancelled', error: { code: 'cancelled' } },
     });
+  });
+
+  it('makes the intents of one batch durable with one request, after their lines, before any tool runs', async () => {
+    sideEffects = 0;
+    const { items, send, until } = startHost({ journal: true });
+    const model: ModelSpec = {
+      provider: 'scripted',
+      script: { steps: [{ toolCalls: [{ name: 'count' }] }, { content: 'done' }] },
+    };
+    // Two journaled actors started in one message: their first model calls answer in one turn.
+    send(
+      { type: 'role.define', key: 'r', role: role() },
+      { type: 'model.define', key: 'm', model },
+      {
+        type: 'actor.start',
+        actorId: 'a-1',
+        role: 'r',
+        model: 'm',
+        task: 'one',
+        attempt: 1,
+        key: 'k1',
+      },
+      {
+        type: 'actor.start',
+        actorId: 'a-2',
+        role: 'r',
+        model: 'm',
+        task: 'two',
+        attempt: 1,
+        key: 'k2',
+      },
+    );
+    const intent = await until((item) => item.type === 'journal.intent');
+    // Let the thread run on: nothing may run before the answer.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(sideEffects).toBe(0);
+    const intents = items.filter((item) => item.type === 'journal.intent');
+    expect(intents).toHaveLength(1);
+    // Both actors' intents are in the lines that went ahead of the one request.
+    const lines = items
+      .slice(0, items.indexOf(intent))
+      .flatMap((item) => (item.type === 'journal.lines' ? item.text.split('\n') : []))
+      .filter((line) => line.includes('"tool.started"'));
+    expect(lines.map((line) => readJournalLine(line)?.key).sort()).toEqual(['k1', 'k2']);
+    send({ type: 'journal.answered', requestId: (intent as { requestId: number }).requestId });
+    await until((item) => item.type === 'actor.result' && item.actorId === 'a-1');
+    await until((item) => item.type === 'actor.result' && item.actorId === 'a-2');
+    expect(sideEffects).toBe(2);
+  });
+
+  it('runs none of the tools whose shared intent the main thread could not write', async () => {
+    sideEffects = 0;
+    const { items, send, until } = startHost({ journal: true });
+    const model: ModelSpec = {
+      provider: 'scripted',
+      script: { steps: [{ toolCalls: [{ name: 'count' }] }, { content: 'done' }] },
+    };
+    send(
+      { type: 'role.define', key: 'r', role: role() },
+      { type: 'model.define', key: 'm', model },
+      {
+        type: 'actor.start',
+        actorId: 'a-1',
+        role: 'r',
+        model: 'm',
+        task: 'one',
+        attempt: 1,
+        key: 'k1',
+      },
+      {
+        type: 'actor.start',
+        actorId: 'a-2',
+        role: 'r',
+        model: 'm',
+        task: 'two',
+        attempt: 1,
+        key: 'k2',
+      },
+    );
+    const intent = await until((item) => item.type === 'journal.intent');
+    send({
+      type: 'journal.answered',
+      requestId: (intent as { requestId: number }).requestId,
+      refused: 'cannot write the journal: disk full',
+    });
+    const first = await until((item) => item.type === 'actor.result' && item.actorId === 'a-1');
+    const second = await until((item) => item.type === 'actor.result' && item.actorId === 'a-2');
+    expect(sideEffects).toBe(0);
+    // Both stop on the disk error (the run then stops with exit 4), neither with a tool result.
+    for (const result of [first, second]) {
+      expect(result).toMatchObject({ outcome: { error: { code: 'io.write_failed' } } });
+    }
+    expect(events(items).filter((event) => event.type === 'tool.result')).toEqual([]);
   });
 
   it('round-trips a publication and reports the answer to the model', async () => {
