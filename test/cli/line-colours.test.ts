@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { runCli } from '../../src/cli/main.js';
+import { runCli } from '../../src/cli/program.js';
 import { stripAnsi } from '../../src/render/terminal.js';
 import { sampleRun } from './events.js';
 import { argv, fakeIo } from './io.js';

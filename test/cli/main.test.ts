@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { COMMANDS, createProgram, requestedCommand, runCli } from '../../src/cli/main.js';
+import { COMMANDS, createProgram, requestedCommand, runCli } from '../../src/cli/program.js';
 import { AgentEventSchema } from '../../src/events/schema.js';
 import { freePort } from '../helpers/nats-server.js';
 import { sampleRun } from './events.js';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runCli } from '../../src/cli/main.js';
+import { runCli } from '../../src/cli/program.js';
 import { probeSandbox } from '../../src/tools/os-sandbox.js';
 import {
   type MockOpenAIServer,

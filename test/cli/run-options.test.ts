@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type JobSettings, jobRuntimeParts } from '../../src/cli/commands/run.js';
-import { runCli } from '../../src/cli/main.js';
 import { createPriceFunction, priceKey } from '../../src/cli/prices.js';
+import { runCli } from '../../src/cli/program.js';
 import { argv, fakeIo } from './io.js';
 
 const corpus = new URL('../../examples/corpus/', import.meta.url).pathname;

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../src/cli/main.js';
+import { runCli } from '../../src/cli/program.js';
 import { writeTimelineHtml } from '../../src/observe/html-timeline.js';
 import { argv, fakeIo } from '../cli/io.js';
 import { closeRuntimes } from '../integration/helpers.js';

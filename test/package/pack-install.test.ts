@@ -59,6 +59,8 @@ describe.skipIf(!canPack)('the packed package', { timeout: 180_000 }, () => {
     expect(paths).toContain('bin/troupe.js');
     expect(paths).toContain('dist/src/index.js');
     expect(paths).toContain('dist/src/entries/tools.js');
+    // What `troupe --help` prints without loading commander (npm run build writes it).
+    expect(paths).toContain('dist/src/cli/help-snapshot.json');
     expect(paths.some((path) => path.startsWith('dist/workers/'))).toBe(true);
     expect(paths.filter((path) => path.startsWith('examples/corpus/')).length).toBeGreaterThan(0);
     expect(paths.filter((path) => path.startsWith('dist/bench/'))).toEqual([]);
@@ -143,6 +145,13 @@ describe.skipIf(!canPack)('the packed package', { timeout: 180_000 }, () => {
       { cwd: project, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } },
     );
     expect(demo.status, demo.stderr).toBe(0);
+    const help = spawnSync(
+      process.execPath,
+      [join(project, 'node_modules', '.bin', 'troupe'), 'run', '--help'],
+      { cwd: project, encoding: 'utf8' },
+    );
+    expect(help.status, help.stderr).toBe(0);
+    expect(help.stdout).toContain('Usage: troupe run [options] [task]');
     const runs = readdirSync(join(project, 'runs'));
     expect(runs).toHaveLength(1);
     const report = join(project, 'runs', runs[0] ?? '', 'report.md');
