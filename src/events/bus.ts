@@ -39,9 +39,14 @@ export class EventBus implements EventSink {
   #seq = 0;
   #ts = 0;
   // Events published while listeners run (a callback.error, a listener that
-  // publishes) wait here, so every listener sees events in seq order.
+  // publishes) wait here, so every listener sees events in seq order; beside
+  // each, the JSON text its producer sent it as (adopt), if any.
   readonly #pending: AgentEvent[] = [];
+  readonly #pendingText: Array<string | undefined> = [];
   #delivering = false;
+  // The event being delivered now, and its producer's text.
+  #current: AgentEvent | undefined;
+  #currentText: string | undefined;
 
   constructor(options: EventBusOptions = {}) {
     this.#validate = options.validate ?? true;
@@ -58,6 +63,7 @@ export class EventBus implements EventSink {
     const stamped = { ...event, seq: this.#seq, ts: this.#clock() } as AgentEvent;
     this.#seq += 1;
     this.#pending.push(stamped);
+    this.#pendingText.push(undefined);
     if (!this.#delivering) this.#drain();
     return stamped;
   }
@@ -68,15 +74,40 @@ export class EventBus implements EventSink {
    * ingesting events a worker sent, fresh from the port. No second check;
    * `seq` and `ts` are stamped onto the object itself instead of onto a
    * copy. Same order and delivery as publish().
+   *
+   * `text`: the event's JSON text as its producer wrote it
+   * (`JSON.stringify(event)` before stamping, what `event` was parsed from),
+   * so listeners that need the event as JSON (the trace, `--json`) get it
+   * from `json()` without serializing it again.
    */
-  adopt(event: UnsequencedEvent): AgentEvent {
+  adopt(event: UnsequencedEvent, text?: string): AgentEvent {
     const stamped = event as AgentEvent;
+    // A text that already has a seq (it is not a producer's) is not spliced.
+    const usable = text !== undefined && stamped.seq === undefined ? text : undefined;
     stamped.seq = this.#seq;
     stamped.ts = this.#clock();
     this.#seq += 1;
     this.#pending.push(stamped);
+    this.#pendingText.push(usable);
     if (!this.#delivering) this.#drain();
     return stamped;
+  }
+
+  /**
+   * The JSON text of `event`, as `JSON.stringify(event)` writes it. For the
+   * event being delivered, when its producer sent it as text (`adopt`), that
+   * text with the bus's `ts` and `seq` spliced in, not a second
+   * serialization: the same bytes, since the event was parsed from it and
+   * stamped in place (`ts` where it was, `seq` last). A listener that changed
+   * the event gets the event as its producer made it.
+   */
+  json(event: AgentEvent): string {
+    const text = event === this.#current ? this.#currentText : undefined;
+    if (text !== undefined) {
+      const spliced = spliceStamp(text, event.ts, event.seq);
+      if (spliced !== undefined) return spliced;
+    }
+    return JSON.stringify(event);
   }
 
   // Wall-clock milliseconds, held back from going backwards (a clock step).
@@ -124,11 +155,15 @@ export class EventBus implements EventSink {
     this.#delivering = true;
     try {
       for (let event = this.#pending.shift(); event !== undefined; event = this.#pending.shift()) {
+        this.#current = event;
+        this.#currentText = this.#pendingText.shift();
         this.#deliver(event.type, event);
         this.#deliver(ANY, event);
       }
     } finally {
       this.#delivering = false;
+      this.#current = undefined;
+      this.#currentText = undefined;
     }
   }
 
@@ -157,6 +192,20 @@ export class EventBus implements EventSink {
       }),
     );
   }
+}
+
+// A producer's text begins with the envelope's first keys (makeEvent's order).
+const TEXT_HEAD = '{"v":1,"ts":';
+
+// `text` (an unstamped event's JSON, beginning `{"v":1,"ts":<n>,`) with the
+// bus's `ts` in place of the producer's and `seq` last: what JSON.stringify
+// writes for the event parsed from `text` and stamped in place. Undefined
+// for a text of another shape (the caller serializes the event instead).
+function spliceStamp(text: string, ts: number, seq: number): string | undefined {
+  if (!text.startsWith(TEXT_HEAD) || text.charCodeAt(text.length - 1) !== 0x7d) return undefined;
+  const comma = text.indexOf(',', TEXT_HEAD.length);
+  if (comma === -1) return undefined;
+  return `${TEXT_HEAD}${ts}${text.slice(comma, -1)},"seq":${seq}}`;
 }
 
 /**

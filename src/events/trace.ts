@@ -31,7 +31,7 @@ export interface TraceWriterOptions {
  */
 export class TraceWriter {
   readonly path: string;
-  readonly #serialize: (value: unknown) => string;
+  readonly #serialize: (value: unknown, made?: string) => string;
   readonly #file: FileAppender;
   #closed = false;
   #buffer: string[] = [];
@@ -60,10 +60,13 @@ export class TraceWriter {
     this.#timer.unref();
   }
 
-  /** Appends one event (redacted). */
-  write(event: AgentEvent): void {
+  /**
+   * Appends one event (redacted). `text`, when given, is the event's JSON
+   * text already made (`EventBus.json`), written instead of serializing it again.
+   */
+  write(event: AgentEvent, text?: string): void {
     if (this.#closed) return;
-    this.#buffer.push(this.#serialize(event));
+    this.#buffer.push(this.#serialize(event, text));
     // run.started is written at once: it holds the task and options a resume
     // needs, even for a run killed within its first flush interval.
     if (event.type === 'run.finished' || event.type === 'run.started') this.flush();
@@ -77,7 +80,7 @@ export class TraceWriter {
 
   /** Subscribes to every event on `bus`; returns the unsubscribe function. */
   attach(bus: EventBus): Unsubscribe {
-    return bus.onAny((event) => this.write(event));
+    return bus.onAny((event) => this.write(event, bus.json(event)));
   }
 
   /** Why the last write failed, while lines are waiting to be written; undefined once all are. */

@@ -32,6 +32,7 @@ export function hostConfigOf(runId: string, options: RuntimeOptions): HostConfig
     ...(options.env === undefined ? {} : { env: definedEnv(options.env) }),
     hasApprove: options.approve !== undefined,
     ...(isolatesTools(options) ? { isolateTools: true } : {}),
+    eventText: true,
     ...(options.journal === undefined ? {} : { journal: true }),
     ...(options.unsafeNoSandbox === true ? { unsafeNoSandbox: true } : {}),
     ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox }),

@@ -77,14 +77,18 @@ const SECRET_NAME_IN_JSON =
  * leaves letters, digits, `_` and `-` alone, so a secret value (escaped), a
  * shape's marker or a secret-named key in `value` shows in the serialized
  * text; text that shows none of them is what redaction would have written.
+ *
+ * `made`, when the caller has it, is `JSON.stringify(value)` already made
+ * (an event's text from the thread that produced it): it is checked instead
+ * of serializing `value` again.
  */
 export function createJsonRedactor(
   env: NodeJS.ProcessEnv = process.env,
-): (value: unknown) => string {
+): (value: unknown, made?: string) => string {
   const escaped = secretValues(env).map((secret) => JSON.stringify(secret).slice(1, -1));
   const redact = createRedactor(env);
-  return (value) => {
-    const text = JSON.stringify(value);
+  return (value, made) => {
+    const text = made ?? JSON.stringify(value);
     if (text === undefined) return text as unknown as string;
     let suspect = SECRET_NAME_IN_JSON.test(text);
     for (let index = 0; !suspect && index < SHAPE_MARKERS.length; index += 1)

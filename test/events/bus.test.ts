@@ -133,6 +133,45 @@ describe('EventBus ordering', () => {
   });
 });
 
+describe('EventBus.json', () => {
+  it("gives an adopted event's producer text with the bus's ts and seq spliced in, byte for byte what JSON.stringify writes", () => {
+    const bus = new EventBus();
+    const lines: string[] = [];
+    bus.onAny((event) => lines.push(bus.json(event)));
+    bus.publish(progress('first'));
+    const text = JSON.stringify({ ...progress('with "quotes", commas, {braces}'), ts: 42 });
+    const stamped = bus.adopt(JSON.parse(text), text);
+    expect(lines[1]).toBe(JSON.stringify(stamped));
+    expect(JSON.parse(lines[1] as string)).toMatchObject({ seq: 1, ts: stamped.ts });
+    expect(stamped.ts).not.toBe(42);
+  });
+
+  it("uses the producer's text, not a second serialization, while the event is delivered", () => {
+    const bus = new EventBus();
+    const lines: string[] = [];
+    bus.onAny((event) => lines.push(bus.json(event)));
+    const event = progress('as made');
+    // A text that says something else than the object shows which one json() read.
+    const text = JSON.stringify({ ...event, note: 'from the text' });
+    bus.adopt(event, text);
+    expect(JSON.parse(lines[0] as string).note).toBe('from the text');
+    // After delivery, or for an event never adopted with text: its own serialization.
+    expect(JSON.parse(bus.json(bus.publish(progress('published')))).note).toBe('published');
+  });
+
+  it('serializes the event itself when the text has another shape or already has a seq', () => {
+    const bus = new EventBus();
+    const lines: string[] = [];
+    bus.onAny((event) => lines.push(bus.json(event)));
+    const reordered = progress('reordered');
+    bus.adopt(reordered, JSON.stringify({ type: 'agent.progress', note: 'other order' }));
+    const sequenced = { ...progress('sequenced'), seq: 99 } as UnsequencedEvent;
+    bus.adopt(sequenced, JSON.stringify({ ...progress('stale text'), seq: 99 }));
+    expect(lines.map((line) => JSON.parse(line).note)).toEqual(['reordered', 'sequenced']);
+    expect(lines[1]).toBe(JSON.stringify(sequenced));
+  });
+});
+
 describe('EventBus.off', () => {
   it('stops a listener added with on', () => {
     const bus = new EventBus();

@@ -11,9 +11,9 @@ import type { Router } from '../messaging/router.js';
 import {
   type ChildAnswer,
   type ChildRequest,
+  type HostWireItem,
   isWireEvent,
   type WorkerToMain,
-  type WorkerWireItem,
 } from '../wire/protocol.js';
 import type { ToolCallHandle, ToolCallHooks, ToolCallRequest } from '../wire/tool-pool.js';
 import type { ActorResult } from './actor.js';
@@ -71,11 +71,15 @@ export class HostLink {
   }
 
   /** Acts on one batch from a host, in order. */
-  items(hostId: number, items: readonly WorkerWireItem[]): void {
+  items(hostId: number, items: readonly HostWireItem[]): void {
     const { table, lifecycle } = this.#deps;
     // Tool-call intents of this batch: durable with one write at its end, then answered.
     const intents: number[] = [];
     for (const item of items) {
+      if (typeof item === 'string') {
+        this.#ingestText(item);
+        continue;
+      }
       if (isWireEvent(item)) {
         this.#ingest(item);
         continue;
@@ -269,17 +273,35 @@ export class HostLink {
 
   // Validated in the worker that produced it; here only the envelope is
   // checked. Anything else is reported as a callback.error, never dropped silently.
-  #ingest(event: unknown): void {
-    const { bus, table, runId } = this.#deps;
+  // An event its host sent as JSON text: parsed once here, and the text
+  // handed to the bus with it (the trace writes it without serializing again).
+  #ingestText(text: string): void {
+    let event: unknown;
+    try {
+      event = JSON.parse(text);
+    } catch (error) {
+      this.#refuse(undefined, `its text is not JSON (${errorMessage(error)})`);
+      return;
+    }
+    this.#ingest(event, text);
+  }
+
+  #ingest(event: unknown, text?: string): void {
+    const { bus, runId } = this.#deps;
     let problem = 'its envelope is malformed';
     if (looksLikeEvent(event, runId)) {
       try {
-        bus.adopt(event);
+        bus.adopt(event, text);
         return;
       } catch (error) {
         problem = errorMessage(error);
       }
     }
+    this.#refuse(event, problem);
+  }
+
+  #refuse(event: unknown, problem: string): void {
+    const { table } = this.#deps;
     const agentId = (event as { agentId?: unknown } | null)?.agentId;
     this.#deps.emit(typeof agentId === 'string' ? agentId : (table.firstRoot() ?? 'runtime'), {
       type: 'callback.error',

@@ -4,13 +4,13 @@ import type { JournalEntry } from '../../agent/journal.js';
 import type { TroupeError } from '../../errors.js';
 import type { ModelSpec } from '../../model/model.js';
 import { type AnyRole, toRoleSpec } from '../../roles/role.js';
-import type { MainToWorkerInput, WorkerWireItem } from '../wire/protocol.js';
+import type { HostWireItem, MainToWorkerInput } from '../wire/protocol.js';
 import type { Transport } from '../wire/transport.js';
 import type { ActorRecord } from './actor.js';
 
 /** What the scheduler reports up to the runtime. */
 export interface SchedulerEvents {
-  items(hostId: number, items: WorkerWireItem[]): void;
+  items(hostId: number, items: HostWireItem[]): void;
   hostDown(hostId: number, error: TroupeError): void;
   /** A host is up (optional). */
   hostUp?(hostId: number): void;

@@ -25,6 +25,7 @@ import {
   HOST_NAME_OFFSET,
   HOST_STATE,
   type HostConfig,
+  type HostWireItem,
   type MainToWorker,
   parseMainMessage,
   type RoleSpec,
@@ -85,7 +86,9 @@ export class ActorHost {
   readonly #stored = new Map<string, () => void>();
   // Calls of user tools that run on the tool pool: on lanes, or through the main thread.
   readonly #pooledTools: PooledTools;
-  readonly #out: Batcher<WorkerWireItem>;
+  readonly #out: Batcher<HostWireItem>;
+  // Events go out as their JSON text (HostConfig.eventText).
+  readonly #eventText: boolean;
   // This batch's journal lines (see #journalLine), until the batch is posted.
   #journalLines: { type: 'journal.lines'; text: string } | undefined;
   // This batch's one journal intent (see #intent), until the batch is posted.
@@ -103,6 +106,7 @@ export class ActorHost {
     this.#port = port;
     this.#tools = new ToolRegistry(options.tools);
     this.#env = config.env === undefined ? undefined : { ...config.env };
+    this.#eventText = config.eventText === true;
     const state = options.state === undefined ? undefined : new Int32Array(options.state);
     this.#state = state;
     // A post is a heartbeat too: a thread whose event-loop turn is long but busy sending
@@ -473,7 +477,8 @@ export class ActorHost {
 
   // Validated here, in the worker: the main thread only stamps the seq.
   readonly #emit = (event: UnsequencedEvent): void => {
-    this.#out.push(checkEvent(event));
+    const checked = checkEvent(event);
+    this.#out.push(this.#eventText ? JSON.stringify(checked) : checked);
   };
 
   readonly #requests: HostRequests = {

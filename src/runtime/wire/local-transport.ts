@@ -14,7 +14,7 @@ import {
   type HostConfig,
   type HostTask,
   type MainToWorkerInput,
-  parseWorkerMessage,
+  parseHostMessage,
 } from './protocol.js';
 import { adoptPrestartedPool, agentWorkerUrl, createAgentPool } from './thread-start.js';
 import type { Transport, TransportHandlers } from './transport.js';
@@ -225,7 +225,7 @@ export class LocalTransport implements Transport {
   #receive(host: LocalHost, data: unknown): void {
     const handlers = this.#handlers;
     if (handlers === undefined) return;
-    const { items, invalid } = parseWorkerMessage(data);
+    const { items, invalid } = parseHostMessage(data);
     for (const problem of invalid) {
       handlers.error(
         new TroupeError('runtime.protocol', `Host ${host.id} sent an invalid item: ${problem}`),
@@ -233,7 +233,7 @@ export class LocalTransport implements Transport {
       );
     }
     for (const item of items) {
-      if (item.type === 'host.ready') {
+      if (typeof item !== 'string' && item.type === 'host.ready') {
         host.ready = true;
         host.beatAt = performance.now();
         this.#bootFailures = 0;

@@ -52,6 +52,13 @@ export const HostConfigSchema = z.object({
    * with the main thread first (`budget.reserve`), which caps its `max_tokens`.
    */
   budget: z.boolean().optional(),
+  /**
+   * Events go to the main thread as their JSON text (a string item), which
+   * the main thread parses once and the trace and `--json` write as they are,
+   * spliced with the bus's stamp, instead of serializing each event again
+   * (the local transport; a NATS node's hosts send events as objects).
+   */
+  eventText: z.boolean().optional(),
 });
 export type HostConfig = z.infer<typeof HostConfigSchema>;
 
@@ -380,6 +387,12 @@ export const HOST_STATE_BYTES = 264;
  */
 export type WorkerWireItem = WorkerToMain | UnsequencedEvent;
 
+/**
+ * What a local host's port carries: wire items, and events as their JSON
+ * text (a string item; see `HostConfig.eventText`).
+ */
+export type HostWireItem = WorkerWireItem | string;
+
 /** True when a wire item is an event (events carry `v: 1`; protocol items never do). */
 export function isWireEvent(item: WorkerWireItem): item is UnsequencedEvent {
   return (item as { v?: unknown }).v === 1;
@@ -395,13 +408,37 @@ export function parseWorkerMessage(data: unknown): {
   items: WorkerWireItem[];
   invalid: string[];
 } {
-  const items: WorkerWireItem[] = [];
+  return parseItems(data, false) as { items: WorkerWireItem[]; invalid: string[] };
+}
+
+/**
+ * Parses one port message from a local host: parseWorkerMessage's items,
+ * and events as their JSON text (string items), passed on as they are: the
+ * host link parses each and checks its envelope before the bus adopts it.
+ */
+export function parseHostMessage(data: unknown): { items: HostWireItem[]; invalid: string[] } {
+  return parseItems(data, true);
+}
+
+function parseItems(
+  data: unknown,
+  texts: boolean,
+): {
+  items: HostWireItem[];
+  invalid: string[];
+} {
+  const items: HostWireItem[] = [];
   const invalid: string[] = [];
   if (!Array.isArray(data)) {
     invalid.push('a message that is not a batch');
     return { items, invalid };
   }
   for (const item of data) {
+    if (typeof item === 'string') {
+      if (texts) items.push(item);
+      else invalid.push('an event as text, which this link does not take');
+      continue;
+    }
     // The fast path: events are the bulk.
     if (typeof item === 'object' && item !== null && (item as { v?: unknown }).v === 1) {
       // Checked by the host link (envelope) before the bus adopts it.

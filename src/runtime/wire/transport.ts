@@ -1,6 +1,6 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { TroupeError } from '../../errors.js';
-import type { MainToWorkerInput, WorkerWireItem } from './protocol.js';
+import type { HostWireItem, MainToWorkerInput } from './protocol.js';
 
 /**
  * What the runtime hears from its transport. Items of one host arrive in the
@@ -8,7 +8,8 @@ import type { MainToWorkerInput, WorkerWireItem } from './protocol.js';
  * host, so a host's actors have sent all they ever will by then.
  */
 export interface TransportHandlers {
-  items(hostId: number, items: WorkerWireItem[]): void;
+  /** A batch of one host's items; a string item is an event as its JSON text (`HostConfig.eventText`). */
+  items(hostId: number, items: HostWireItem[]): void;
   /** A host is gone (its thread crashed, exited or was terminated); `error` says why. */
   hostDown(hostId: number, error: TroupeError): void;
   /** A new host is up and takes actors (a replacement after a crash, or one of the first). */

@@ -8,6 +8,7 @@ import { Batcher } from '../batcher.js';
 import { LocalTransport } from '../local-transport.js';
 import {
   type ActorOutcome,
+  type HostWireItem,
   isWireEvent,
   type MainToWorkerInput,
   type WorkerWireItem,
@@ -644,13 +645,15 @@ export class WorkerNode {
     for (const item of actor.pending.splice(0)) send(item);
   }
 
-  #fromHost(run: NodeRun, hostId: number, items: readonly WorkerWireItem[]): void {
+  #fromHost(run: NodeRun, hostId: number, items: readonly HostWireItem[]): void {
     // The actor an item of this thread belongs to, while it counts (not dropped, and not an ending one's).
     const live = (actorId: string): NodeActor | undefined => {
       const actor = run.actors.get(actorId);
       return actor !== undefined && !actor.dropped && actor.hostId === hostId ? actor : undefined;
     };
-    for (const item of items) {
+    for (const entry of items) {
+      // A node's hosts send events as objects (their config has no eventText); a text is read the same.
+      const item = typeof entry === 'string' ? (JSON.parse(entry) as WorkerWireItem) : entry;
       if (isWireEvent(item)) {
         // Nobody waits for an event: it may wait a few milliseconds for company (see UP_LAZY_MS).
         if (live(item.agentId) !== undefined) run.up.pushLazy(item);
