@@ -165,7 +165,7 @@ describe('EventBus.json', () => {
     bus.onAny((event) => lines.push(bus.json(event)));
     const reordered = progress('reordered');
     bus.adopt(reordered, JSON.stringify({ type: 'agent.progress', note: 'other order' }));
-    const sequenced = { ...progress('sequenced'), seq: 99 } as UnsequencedEvent;
+    const sequenced = { ...progress('sequenced'), seq: 99 } as unknown as UnsequencedEvent;
     bus.adopt(sequenced, JSON.stringify({ ...progress('stale text'), seq: 99 }));
     expect(lines.map((line) => JSON.parse(line).note)).toEqual(['reordered', 'sequenced']);
     expect(lines[1]).toBe(JSON.stringify(sequenced));
