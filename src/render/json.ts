@@ -9,15 +9,16 @@ import type { TerminalOutput } from './terminal.js';
  */
 export class JsonRenderer implements EventRenderer {
   readonly #output: TerminalOutput;
-  readonly #serialize: (value: unknown) => string;
+  readonly #serialize: (value: unknown, made?: string) => string;
+  readonly writesJson = true;
 
   constructor(options: { output: TerminalOutput; env?: NodeJS.ProcessEnv | undefined }) {
     this.#output = options.output;
     this.#serialize = createJsonRedactor(options.env);
   }
 
-  handle(event: AgentEvent): void {
-    this.#output.write(`${this.#serialize(event)}\n`);
+  handle(event: AgentEvent, json?: string): void {
+    this.#output.write(`${this.#serialize(event, json)}\n`);
   }
 
   finish(): void {

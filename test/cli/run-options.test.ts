@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -47,6 +47,33 @@ const settings: JobSettings = {
   approve: false,
   env: {},
 };
+
+describe('troupe run --json', () => {
+  it('prints every event as the same line the trace holds (one serialization for both)', async () => {
+    const io = fakeIo();
+    const out = outDir();
+    const args = argv(
+      'run',
+      TASK,
+      '--provider',
+      'offline',
+      '--workspace',
+      corpus,
+      '--out',
+      out,
+      '--threads',
+      '1',
+      '--json',
+    );
+    expect(await runCli(args, io)).toBe(0);
+    const [runId] = readdirSync(out).filter((name) => !name.includes('.'));
+    const trace = readFileSync(join(out, runId as string, 'trace.jsonl'), 'utf8');
+    const printed = io.stdout.text.trimEnd().split('\n');
+    expect(printed.length).toBeGreaterThan(20);
+    expect(printed).toEqual(trace.trimEnd().split('\n'));
+    for (const line of printed) expect(JSON.parse(line)).toHaveProperty('seq');
+  });
+});
 
 describe('troupe run --unsafe-no-sandbox', () => {
   it('warns loudly on stderr and runs the job when given the flag', async () => {

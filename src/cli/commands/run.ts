@@ -321,7 +321,11 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
         }
       : undefined,
   });
-  bus.onAny((event) => renderer.handle(event));
+  bus.onAny(
+    renderer.writesJson === true
+      ? (event) => renderer.handle(event, bus.json(event))
+      : (event) => renderer.handle(event),
+  );
   const ends = new Map<string, string>();
   bus.on('agent.finished', (event) => ends.set(event.agentId, event.status));
   const spawnedRoles = new Set<string>();
