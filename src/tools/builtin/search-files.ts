@@ -14,7 +14,7 @@ import {
 } from '../folder-handle.js';
 import { resolveInScope, showPath } from '../sandbox.js';
 import { defineTool, type Tool } from '../tool.js';
-import { globToRegExp } from './glob.js';
+import { loadGlobToRegExp } from './glob.js';
 import { SKIPPED_FOLDERS } from './list-dir.js';
 
 /** Options for the search_files tool. */
@@ -195,9 +195,10 @@ export function createSearchFilesTool(
     execute: async (input, context) => {
       let pattern: RegExp;
       let glob: RegExp | null = null;
+      const globToRegExp = input.glob === undefined ? undefined : await loadGlobToRegExp();
       try {
         pattern = new RegExp(input.pattern);
-        if (input.glob !== undefined) glob = globToRegExp(input.glob);
+        if (input.glob !== undefined && globToRegExp !== undefined) glob = globToRegExp(input.glob);
       } catch (error) {
         throw new TroupeError(
           'tool.invalid_input',
