@@ -3,7 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type JournalEntry, journalLine } from '../../../src/agent/journal.js';
-import { FileJournal, readJournal } from '../../../src/runtime/resume/journal.js';
+import {
+  FileJournal,
+  type JournalNote,
+  noteJson,
+  readJournal,
+} from '../../../src/runtime/resume/journal.js';
 import { createRedactor } from '../../../src/util/redact.js';
 
 const dirs: string[] = [];
@@ -208,5 +213,47 @@ describe('FileJournal', () => {
     expect(journal.entries('b')).toHaveLength(3);
     journal.close();
     expect(readJournal(path).entries.get('b')).toHaveLength(3);
+  });
+});
+
+describe('noteJson', () => {
+  // Built from the fields, not by JSON.stringify: a reader must find the very text it wrote.
+  it('is JSON.stringify of the note for every kind, with strings that need escaping', () => {
+    const notes: JournalNote[] = [
+      { kind: 'spawn', key: 'k"1', id: 'clerk-1', role: 'cl\\erk\u2028', parentKey: '' },
+      { kind: 'finish', key: 'k1', id: 'clerk-1', status: 'completed' },
+      { kind: 'chat.turn', input: 'héllo\n', step: 3 },
+      { kind: 'chat.history', messages: [{ role: 'user', content: 'hi' }] },
+    ];
+    for (const note of notes) expect(noteJson(note)).toBe(JSON.stringify({ n: note }));
+  });
+
+  it('writes notes a reader reads back as they were, and redacts a secret in one', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'troupe-journal-notes-'));
+    try {
+      const path = join(dir, 'journal.jsonl');
+      const redact = createRedactor({ TROUPE_TEST_KEY: 'sk-notes-secret-123456' });
+      const journal = new FileJournal(path, { runId: 'r', task: 't' }, { redact });
+      const spawn: JournalNote = {
+        kind: 'spawn',
+        key: 'k1',
+        id: 'a-1',
+        role: 'clerk',
+        parentKey: '',
+      };
+      journal.note(spawn);
+      journal.note({
+        kind: 'finish',
+        key: 'k1',
+        id: 'a-1',
+        status: 'failed sk-notes-secret-123456',
+      });
+      journal.close();
+      const { notes } = readJournal(path);
+      expect(notes[0]).toEqual(spawn);
+      expect(JSON.stringify(notes[1])).not.toContain('sk-notes-secret-123456');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
