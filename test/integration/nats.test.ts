@@ -6,6 +6,7 @@ import type { AgentEvent } from '../../src/events/schema.js';
 import { findingsChannel } from '../../src/roles/builtin.js';
 import { defineRole, userTool } from '../../src/roles/role.js';
 import { createNatsTransport } from '../../src/runtime/nats-setup.js';
+import { FileJournal } from '../../src/runtime/resume/journal.js';
 import { Runtime } from '../../src/runtime/runtime.js';
 import type { RuntimeOptions } from '../../src/runtime/runtime-options.js';
 import { createRunId } from '../../src/util/ids.js';
@@ -474,6 +475,148 @@ describe.skipIf(natsServerBinary() === undefined)('NATS transport', () => {
       (event) => event.agentId === 'scout-2',
     );
     expect(received[0]?.seq).toBeLessThan(scout2Finished?.seq ?? -1);
+    expectWellFormed(events, ['coordinator']);
+  }, 120_000);
+
+  it("replays the order a killed node's analyst took its findings in, on the node that takes it over", async () => {
+    const workspace = mkdtempSync(join(tmpdir(), 'troupe-nats-pipeline-kill-'));
+    dirs.push(workspace);
+    const scout = defineRole({
+      name: 'scout',
+      description: 's',
+      system: 's',
+      tools: [userTool('wait_for_file')],
+      publishes: [findingsChannel],
+    });
+    const finding = (source: string) => ({
+      source,
+      title: `About ${source}`,
+      summary: `What ${source} says.`,
+      keyPoints: ['a point'],
+      figures: ['42 GW in 2023'],
+    });
+    const gate = (agent: string, path: string) => ({
+      match: { agent, call: 1 },
+      toolCalls: [{ name: 'wait_for_file', arguments: { path } }],
+    });
+    // The analyst's node is killed; the other takes it over.
+    nodes.push(
+      ...(await Promise.all([startNode(server.url, 'node-a'), startNode(server.url, 'node-b')])),
+    );
+    const journal = new FileJournal(join(workspace, 'journal.jsonl'), {
+      runId: 'run-nats-order',
+      task: 'Compare.',
+    });
+    const { runtime, events } = await natsRuntime({
+      roles: [scout],
+      workspace,
+      grants: ['read', 'write'],
+      toolModules: [FAULT_TOOLS],
+      journal,
+      model: {
+        provider: 'scripted',
+        script: {
+          steps: [
+            // scout-1 publishes once the analyst's first call is over, scout-2 once the analyst
+            // has taken scout-1's finding: the analyst takes one finding before call 1, the other
+            // before call 2, which is still under way (slow) when its node is killed.
+            gate('scout-1', 'start'),
+            {
+              match: { agent: 'scout-1', call: 2 },
+              toolCalls: [{ name: 'publish_findings', arguments: finding('solar.md') }],
+            },
+            { match: { agent: 'scout-1' }, content: 'scout-1 done' },
+            gate('scout-2', 'second'),
+            {
+              match: { agent: 'scout-2', call: 2 },
+              toolCalls: [{ name: 'publish_findings', arguments: finding('wind.md') }],
+            },
+            { match: { agent: 'scout-2' }, content: 'scout-2 done' },
+            {
+              match: { role: 'analyst', lastUserContains: 'closed' },
+              content: 'analysis of solar.md and wind.md',
+              latencyMs: 3000,
+            },
+            { match: { role: 'analyst' }, content: 'interim note', repeat: true, latencyMs: 1500 },
+          ],
+        },
+      },
+    });
+    runtime.registerRoot('coordinator', { model: { provider: 'offline' }, task: 'pipeline' });
+    const analystEvents = (): AgentEvent[] =>
+      events.filter((event) => event.agentId === 'analyst-1');
+    runtime.bus.on('model.response', (event) => {
+      if (event.agentId === 'analyst-1') writeFileSync(join(workspace, 'start'), 'open');
+    });
+    runtime.bus.on('message.received', (event) => {
+      if (event.agentId === 'analyst-1') writeFileSync(join(workspace, 'second'), 'open');
+    });
+    // The analyst's third model call started (both findings taken): its node dies with it in flight.
+    const third = new Promise<void>((resolve) => {
+      let calls = 0;
+      const off = runtime.bus.on('model.request', (event) => {
+        if (event.agentId !== 'analyst-1') return;
+        calls += 1;
+        if (calls < 3) return;
+        off();
+        resolve();
+      });
+    });
+    const options = { parent: 'coordinator' };
+    const researchers = ['solar.md', 'wind.md'].map((topic) =>
+      runtime.spawn('scout', `Research ${topic} and publish findings.`, options),
+    );
+    const analyst = runtime.spawn('analyst', 'Analyse the findings as they arrive.', options);
+    await third;
+    const placed = nodeOf(events);
+    const killed = nodes.find((node) => node.name === placed.get('analyst-1'));
+    const survivor = nodes.find((node) => node !== killed);
+    if (killed !== undefined) await stopNode(killed, 'SIGKILL');
+    const results = await Promise.all([...researchers, analyst].map((ref) => ref.result));
+    const logs = nodes.map((node) => node.log.join('\n')).join('\n');
+    expect(
+      results.map((result) => result.status),
+      logs,
+    ).toEqual(['completed', 'completed', 'completed']);
+
+    // Which finding the analyst took before which of its model calls (0, 1, 2 … counted over its
+    // runs: a subscriber's `step` starts again with each message), before the kill and after it.
+    const sent = new Map(
+      ofType(events, 'message.sent').map((event) => [event.messageId, event] as const),
+    );
+    const taken = (list: readonly AgentEvent[]): [string, number][] => {
+      const pairs: [string, number][] = [];
+      let calls = 0;
+      for (const event of list) {
+        if (event.type === 'model.request') calls += 1;
+        if (event.type !== 'message.received') continue;
+        const payload = sent.get(event.messageId)?.payload as { source?: string } | undefined;
+        pairs.push([payload?.source ?? '?', calls]);
+      }
+      return pairs;
+    };
+    const all = analystEvents();
+    const takeover = all.findIndex(
+      (event) =>
+        event.type === 'agent.progress' &&
+        event.note.startsWith(`continues on node ${survivor?.name}; 2 model responses replayed`),
+    );
+    expect(takeover, logs).toBeGreaterThan(0);
+    expect(taken(all.slice(0, takeover))).toEqual([
+      ['solar.md', 1],
+      ['wind.md', 2],
+    ]);
+    // The survivor replayed calls 0 and 1 from the killed node's journal, giving them the same
+    // findings in the same order; call 2 went live with the finding it had then.
+    expect(taken(all.slice(takeover))).toEqual([
+      ['solar.md', 1],
+      ['wind.md', 2],
+    ]);
+    // So each call saw the history it saw the first time (the third one's request is live).
+    const sizes = (list: readonly AgentEvent[]): number[] =>
+      ofType(list, 'model.request').map((event) => event.messages);
+    expect(sizes(all.slice(takeover))).toEqual(sizes(all.slice(0, takeover)));
+    expect(analystEvents().at(-1)).toMatchObject({ type: 'agent.finished', status: 'completed' });
     expectWellFormed(events, ['coordinator']);
   }, 120_000);
 });

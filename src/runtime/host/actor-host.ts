@@ -425,8 +425,12 @@ export class ActorHost {
         ? (entry: JournalEntry) => ({ entry })
         : (entry: JournalEntry) => ({ line: journalLine(key, entry) });
     return {
-      // On a NATS worker node the node's journal replays the model responses (ReplayModel); these entries only record.
-      recorded: start.journal === undefined ? (start.entries ?? []) : [],
+      // On a NATS worker node the node's journal replays the model responses (ReplayModel): of these
+      // entries only the order messages were taken in replays (InboxOrder); the rest only record.
+      recorded:
+        start.journal === undefined
+          ? (start.entries ?? [])
+          : (start.entries ?? []).filter((entry) => entry.kind === 'inbox'),
       record: (entry) => this.#out.push({ type: 'journal.entry', actorId, ...record(entry) }),
       intend: (entry) =>
         this.#request<void>((requestId) => ({

@@ -111,7 +111,10 @@ export class HostedActor {
     this.id = options.start.actorId;
     this.#role = options.role;
     this.#open = options.role.subscribes.length > 0 ? new Set(options.role.subscribes) : undefined;
-    this.#order = options.journal === undefined ? undefined : new InboxOrder(options.journal);
+    this.#order =
+      options.journal === undefined
+        ? undefined
+        : new InboxOrder(options.journal, options.start.journal?.replay.length);
   }
 
   /** A message for the actor (a channel message or a steering message from its parent). */
@@ -378,11 +381,16 @@ export class HostedActor {
   }
 
   // The Agent's events; a replaying actor that goes live takes its messages as they come from then on.
+  // On a NATS worker node the node's journal answers the replayed calls (ReplayModel) without the
+  // Agent knowing: their requests are not marked, and the order goes live past them (InboxOrder).
   readonly #agentEvent = (event: UnsequencedEvent): void => {
     const order = this.#order;
     if (
       order?.replaying === true &&
-      (event.type === 'journal.diverged' || (event.type === 'model.request' && !event.replayed))
+      (event.type === 'journal.diverged' ||
+        (event.type === 'model.request' &&
+          !event.replayed &&
+          this.#options.start.journal === undefined))
     ) {
       order.goLive();
     }

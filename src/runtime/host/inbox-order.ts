@@ -23,7 +23,12 @@ export class InboxOrder {
   #step = -1;
   #taken: string[] = [];
 
-  constructor(journal: AgentJournal) {
+  /**
+   * `replayedCalls`, when given, is how many model calls replay from
+   * elsewhere than `journal.recorded` (a NATS worker node's journal, see
+   * ReplayModel): the messages of those calls are given in the recorded order.
+   */
+  constructor(journal: AgentJournal, replayedCalls?: number) {
     this.#journal = journal;
     if (journal.recorded.length === 0) {
       // A first attempt (nearly every actor): nothing to replay, nothing to reset.
@@ -37,7 +42,7 @@ export class InboxOrder {
     for (const entry of journal.recorded) {
       if (entry.kind === 'model' && entry.step > until) until = entry.step;
     }
-    this.#replayUntil = until;
+    this.#replayUntil = replayedCalls === undefined ? until : replayedCalls - 1;
     this.#plan = plan.size > 0 ? plan : undefined;
     this.#resetPending = plan.size > 0;
   }

@@ -81,4 +81,21 @@ describe('InboxOrder', () => {
     order.took(0, ['a']);
     expect(backing.written).toEqual([{ kind: 'inbox', step: 0, hashes: ['a'] }]);
   });
+
+  it('replays the order over calls answered elsewhere (a NATS node journal), then records with a reset', () => {
+    // Only inbox records: the model responses of calls 0 and 1 replay from the node's journal.
+    const backing = journal([
+      { kind: 'inbox', step: 1, hashes: ['a'] },
+      { kind: 'inbox', step: 2, hashes: ['b'] },
+    ]);
+    const order = new InboxOrder(backing, 2);
+    expect(order.replaying).toBe(true);
+    expect(order.due(0)).toEqual([]);
+    expect(order.due(1)).toEqual(['a']);
+    order.took(1, ['a']);
+    // Call 2 is live: it takes what it finds, and its record supersedes the earlier attempt's.
+    expect(order.due(2)).toBeUndefined();
+    order.took(2, ['b', 'c']);
+    expect(backing.written).toEqual([{ kind: 'inbox', step: 2, hashes: ['b', 'c'], reset: true }]);
+  });
 });

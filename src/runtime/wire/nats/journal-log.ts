@@ -1,4 +1,5 @@
 import type { MsgRequest } from '@nats-io/jetstream';
+import type { JournalEntry as AgentJournalEntry } from '../../../agent/journal.js';
 import { errorMessage } from '../../../errors.js';
 import type { ModelResponse } from '../../../model/types.js';
 import { type NatsLink, STREAMS, subjects } from './nats-link.js';
@@ -20,6 +21,8 @@ const MAX_BATCH_CHARS = 512 * 1024;
 // What the reader knows of one actor key: the responses of each chain that wrote for it, and the latest chain.
 interface KeyIndex {
   chains: Map<string, ModelResponse[]>;
+  /** Each chain's inbox records (the order its actor took messages in). */
+  inboxes: Map<string, AgentJournalEntry[]>;
   last: string;
 }
 
@@ -112,6 +115,12 @@ export class JournalLog {
     return [...(known?.chains.get(known.last) ?? [])];
   }
 
+  /** The order actor `key` took its messages in, as its last chain wrote it (as of the last `read`). */
+  inboxOf(key: string): AgentJournalEntry[] {
+    const known = this.#index.get(key);
+    return [...(known?.inboxes.get(known.last) ?? [])];
+  }
+
   // A scan that starts after this call: a takeover must see every batch written before it asked.
   #catchUp(): Promise<void> {
     if (this.#queued !== undefined) return this.#queued;
@@ -151,19 +160,24 @@ export class JournalLog {
   #apply(entry: JournalEntry): void {
     let known = this.#index.get(entry.key);
     if (known === undefined) {
-      known = { chains: new Map(), last: entry.chain };
+      known = { chains: new Map(), inboxes: new Map(), last: entry.chain };
       this.#index.set(entry.key, known);
     }
     let responses = known.chains.get(entry.chain);
-    if (responses === undefined) {
+    let inbox = known.inboxes.get(entry.chain);
+    if (responses === undefined || inbox === undefined) {
       // A chain starts whole (from step 1); one whose start is gone (aged out) cannot be trusted.
       if (entry.from !== 1) return;
       responses = [];
+      inbox = [];
       known.chains.set(entry.chain, responses);
+      known.inboxes.set(entry.chain, inbox);
     }
     // Steps follow on; a gap would make the replay answer the wrong calls.
     if (entry.from > responses.length + 1) return;
     responses.splice(entry.from - 1, responses.length, ...entry.responses);
+    // Inbox records follow on as written (a chain's first write holds them all).
+    if (entry.inbox !== undefined) inbox.push(...entry.inbox);
     known.last = entry.chain;
   }
 }

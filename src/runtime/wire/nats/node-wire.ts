@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { JournalEntrySchema as AgentJournalEntrySchema } from '../../../agent/journal.js';
 import { TroupeError } from '../../../errors.js';
 import { compileCheck } from '../../../events/event-check.js';
 import { ModelSpecSchema } from '../../../model/model.js';
@@ -266,6 +267,13 @@ export const JournalEntrySchema = z.object({
   chain: z.string(),
   from: z.number().int().positive(),
   responses: z.array(ModelResponseSchema),
+  /**
+   * The order the actor took its messages in (the run journal's `inbox`
+   * records, when the run keeps one), recorded since the chain's last
+   * write; a chain's first write holds every one from the start, as for
+   * responses. A node that takes the actor over replays it (InboxOrder).
+   */
+  inbox: z.array(AgentJournalEntrySchema).optional(),
 });
 export type JournalEntry = z.infer<typeof JournalEntrySchema>;
 

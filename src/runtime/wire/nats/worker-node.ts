@@ -2,6 +2,11 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Consumer, JsMsg } from '@nats-io/jetstream';
 import type { Msg, Subscription } from '@nats-io/transport-node';
+import {
+  type JournalEntry as AgentJournalEntry,
+  JournalEntrySchema as AgentJournalEntrySchema,
+  readJournalLine,
+} from '../../../agent/journal.js';
 import { errorMessage, serializeError, TroupeError } from '../../../errors.js';
 import { emptyUsage, type ModelResponse } from '../../../model/types.js';
 import { Batcher } from '../batcher.js';
@@ -34,6 +39,7 @@ import {
   encode,
   NATS_WIRE_VERSION,
   type NodeInfo,
+  type JournalEntry as NodeJournalEntry,
   type Session,
   WorkDecoder,
   type WorkItem,
@@ -88,6 +94,13 @@ interface NodeActor {
   pending: MainToWorkerInput[];
   /** Every model response of the actor so far (replayed and live): its journal. */
   journal: ModelResponse[];
+  /**
+   * The order it took its messages in (the run journal's inbox records, replayed and live),
+   * kept beside its responses so a node that takes it over gives its replayed calls the same
+   * messages; and how many of them this hosting's chain has written.
+   */
+  inbox: AgentJournalEntry[];
+  inboxWritten: number;
   journalWrite: Promise<unknown>;
   /** This hosting's chain in the journal (see JournalLog), and whether it has written its first entry. */
   chain: string;
@@ -357,6 +370,8 @@ export class WorkerNode {
       hostId: undefined,
       pending: [],
       journal: [],
+      inbox: [],
+      inboxWritten: 0,
       journalWrite: Promise.resolve(),
       chain: `${this.#instance}.${this.#chains}`,
       chainStarted: false,
@@ -379,6 +394,7 @@ export class WorkerNode {
     if (work.readJournal || actor.msg.info.deliveryCount > 1) {
       try {
         actor.journal = await run.journal.read(journalKey(work));
+        actor.inbox = run.journal.inboxOf(journalKey(work));
       } catch (error) {
         // Starting without its journal would pay for its finished calls again: let it come back.
         this.#log(
@@ -486,6 +502,9 @@ export class WorkerNode {
         ...(config.mcp === undefined ? {} : { mcp: config.mcp }),
         // Budgeted calls reserve their room with the coordinator: the request goes up like any other.
         ...(config.budget === true ? { budget: true } : {}),
+        // The run keeps a journal: its hosts record (entries and intents go up to the coordinator),
+        // and a spawn taken over replays the order its messages were taken in (see #writeJournal).
+        ...(config.journal === true ? { journal: true } : {}),
       },
       resourceLimits: { ...DEFAULT_AGENT_THREAD_LIMITS },
       workerUrl: this.#options.workerUrl,
@@ -640,7 +659,8 @@ export class WorkerNode {
     };
     if (start.parentId !== undefined) item.parentId = start.parentId;
     if (start.key !== undefined) item.key = start.key;
-    if (start.entries !== undefined) item.entries = start.entries;
+    const entries = entriesOf(start.entries, actor.inbox);
+    if (entries !== undefined) item.entries = entries;
     send(item);
     for (const item of actor.pending.splice(0)) send(item);
   }
@@ -679,7 +699,7 @@ export class WorkerNode {
             break;
           }
           actor.journal.push(item.response);
-          void this.#writeJournal(actor).then(stored);
+          void this.#writeJournal(actor, 1).then(stored);
           break;
         }
         case 'actor.result': {
@@ -723,8 +743,18 @@ export class WorkerNode {
           if (requestId !== undefined) run.up.push({ ...item, requestId });
           break;
         }
+        case 'journal.entry': {
+          const actor = live(item.actorId);
+          if (actor === undefined) break;
+          run.up.pushLazy(item);
+          const inbox = inboxRecord(item);
+          if (inbox !== undefined) {
+            actor.inbox.push(inbox);
+            void this.#writeJournal(actor, 0);
+          }
+          break;
+        }
         case 'actor.turn':
-        case 'journal.entry':
           if (live(item.actorId) !== undefined) run.up.pushLazy(item);
           break;
         case 'mailbox.consumed':
@@ -735,18 +765,22 @@ export class WorkerNode {
     }
   }
 
-  // The new response, in this turn's batch of the run's journal; a chain's first entry holds every
-  // response from call 1, those it replayed too, so a reader needs no other chain to replay it.
-  #writeJournal(actor: NodeActor): Promise<unknown> {
-    const step = actor.journal.length;
-    const from = actor.chainStarted ? step : 1;
+  // The `fresh` new responses and any new inbox records, in this turn's batch of the run's journal;
+  // a chain's first entry holds every response from call 1 and every inbox record, those it
+  // replayed too, so a reader needs no other chain to replay it.
+  #writeJournal(actor: NodeActor, fresh: number): Promise<unknown> {
+    const from = actor.chainStarted ? actor.journal.length - fresh + 1 : 1;
+    const inboxFrom = actor.chainStarted ? actor.inboxWritten : 0;
     actor.chainStarted = true;
-    actor.journalWrite = actor.run.journal.write({
+    actor.inboxWritten = actor.inbox.length;
+    const entry: NodeJournalEntry = {
       key: journalKey(actor.work),
       chain: actor.chain,
       from,
       responses: actor.journal.slice(from - 1),
-    });
+    };
+    if (actor.inbox.length > inboxFrom) entry.inbox = actor.inbox.slice(inboxFrom);
+    actor.journalWrite = actor.run.journal.write(entry);
     return actor.journalWrite;
   }
 
@@ -953,6 +987,32 @@ export class WorkerNode {
   #log(line: string): void {
     this.#options.log?.(line);
   }
+}
+
+// The entries an actor starts with: the coordinator's (a resumed run's journal), with the order
+// of its messages as the node journal has it when that holds any (it was taken over), since the
+// node journal's responses are the ones it replays.
+function entriesOf(
+  entries: readonly AgentJournalEntry[] | undefined,
+  inbox: readonly AgentJournalEntry[],
+): AgentJournalEntry[] | undefined {
+  if (inbox.length === 0) return entries === undefined ? undefined : [...entries];
+  return [...(entries ?? []).filter((entry) => entry.kind !== 'inbox'), ...inbox];
+}
+
+// An inbox record among a host's journal entries (the order an actor took its messages in), checked whole.
+function inboxRecord(
+  item: Extract<WorkerWireItem, { type: 'journal.entry' }>,
+): AgentJournalEntry | undefined {
+  let entry: unknown = item.entry;
+  if (item.line !== undefined) {
+    // Most lines are model responses and tool results: only a line that may be an inbox record is read.
+    if (!item.line.includes('"inbox"')) return undefined;
+    entry = readJournalLine(item.line)?.entry;
+  }
+  if ((entry as { kind?: unknown } | undefined)?.kind !== 'inbox') return undefined;
+  const parsed = AgentJournalEntrySchema.safeParse(entry);
+  return parsed.success ? parsed.data : undefined;
 }
 
 function journalKey(work: WorkItem): string {

@@ -90,4 +90,34 @@ describe('JournalLog', () => {
     expect(contents(await nodeB.read('w'))).toEqual(['one', 'two', 'three']);
     expect(contents(await again.read('w'))).toEqual(['one', 'two', 'three']);
   });
+
+  it("keeps a chain's inbox records beside its responses, whole from its first write", async () => {
+    const nats = await link();
+    const nodeA = new JournalLog({ link: nats, runId: 'run-i', node: 'node-a', log: () => {} });
+    const nodeB = new JournalLog({ link: nats, runId: 'run-i', node: 'node-b', log: () => {} });
+    const inbox = (step: number, hash: string) => ({
+      kind: 'inbox' as const,
+      step,
+      hashes: [hash],
+    });
+    await nodeA.write({ key: 'w', chain: 'a.1', from: 1, responses: [response('one')] });
+    await nodeA.write({ key: 'w', chain: 'a.1', from: 2, responses: [], inbox: [inbox(1, 'x')] });
+    await nodeA.write({ key: 'w', chain: 'a.1', from: 2, responses: [response('two')] });
+
+    expect(contents(await nodeB.read('w'))).toEqual(['one', 'two']);
+    expect(nodeB.inboxOf('w')).toEqual([inbox(1, 'x')]);
+
+    // node-b took w over: its chain starts with everything it replayed, inbox records included.
+    await nodeB.write({
+      key: 'w',
+      chain: 'b.1',
+      from: 1,
+      responses: [response('one'), response('two')],
+      inbox: [inbox(1, 'x'), inbox(2, 'y')],
+    });
+    const again = new JournalLog({ link: nats, runId: 'run-i', node: 'node-c', log: () => {} });
+    await again.read('w');
+    expect(again.inboxOf('w')).toEqual([inbox(1, 'x'), inbox(2, 'y')]);
+    expect(again.inboxOf('unknown')).toEqual([]);
+  });
 });
