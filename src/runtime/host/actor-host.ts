@@ -482,7 +482,7 @@ export class ActorHost {
   // Validated here, in the worker: the main thread only stamps the seq.
   readonly #emit = (event: UnsequencedEvent): void => {
     const checked = checkEvent(event);
-    this.#out.push(this.#eventText ? JSON.stringify(checked) : checked);
+    this.#out.push(this.#eventText ? (eventText(checked) ?? checked) : checked);
   };
 
   readonly #requests: HostRequests = {
@@ -633,4 +633,14 @@ function crossable(value: unknown, depth = 0): boolean {
   for (const item of Array.isArray(value) ? value : Object.values(value))
     if (!crossable(item, depth + 1)) return false;
   return true;
+}
+
+// An event's JSON text; undefined for one JSON cannot write (a BigInt or a
+// cycle in a free-form field), which then crosses as an object, as before.
+function eventText(event: UnsequencedEvent): string | undefined {
+  try {
+    return JSON.stringify(event);
+  } catch {
+    return undefined;
+  }
 }

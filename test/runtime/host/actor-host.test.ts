@@ -175,6 +175,34 @@ describe('ActorHost', () => {
     expect(events(items).every((event) => event.agentId === 'worker-1')).toBe(true);
   });
 
+  it('sends each event as its JSON text when the config says eventText, in the same place', async () => {
+    const { items, start, until } = startHost({ eventText: true });
+    start(
+      'worker-1',
+      role(),
+      {
+        provider: 'scripted',
+        script: { steps: [{ toolCalls: [{ name: 'count' }] }, { content: 'done "quoted"' }] },
+      },
+      'count once',
+    );
+    const result = await until((item) => (item as { type?: unknown }).type === 'actor.result');
+    const wire = items as unknown[];
+    const texts = wire.filter((item): item is string => typeof item === 'string');
+    // Every event is text; no event crosses as an object.
+    expect(wire.filter((item) => typeof item === 'object' && 'v' in (item as object))).toEqual([]);
+    const parsed = texts.map((text) => JSON.parse(text) as { v: number; type: string });
+    expect(parsed.every((event) => event.v === 1)).toBe(true);
+    expect(texts.every((text, index) => text === JSON.stringify(parsed[index]))).toBe(true);
+    expect(parsed.map((event) => event.type)).toEqual(
+      expect.arrayContaining(['model.request', 'tool.call', 'tool.result', 'model.response']),
+    );
+    // The result still comes after the actor's last event.
+    expect(wire.slice(wire.indexOf(result) + 1).filter((item) => typeof item === 'string')).toEqual(
+      [],
+    );
+  });
+
   it('answers a tool outside the role set with tool.not_allowed and runs nothing', async () => {
     sideEffects = 0;
     const { items, start, until } = startHost();
