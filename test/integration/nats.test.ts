@@ -21,6 +21,23 @@ import { type NodeProcess, startNode, stopNode } from './nats-helpers.js';
 
 const worker = defineRole({ name: 'worker', description: 'w', system: 'w' });
 
+// A researcher the tests can hold at a gate (wait_for_file, from the fault tools module).
+const scout = defineRole({
+  name: 'scout',
+  description: 's',
+  system: 's',
+  tools: [userTool('wait_for_file')],
+  publishes: [findingsChannel],
+});
+
+const finding = (source: string) => ({
+  source,
+  title: `About ${source}`,
+  summary: `What ${source} says.`,
+  keyPoints: ['a point'],
+  figures: ['42 GW in 2023'],
+});
+
 let server: NatsServer;
 const nodes: NodeProcess[] = [];
 const runtimes: Runtime[] = [];
@@ -356,21 +373,6 @@ describe.skipIf(natsServerBinary() === undefined)('NATS transport', () => {
   it('streams typed channel messages from researchers on one node to the analyst on another', async () => {
     const workspace = mkdtempSync(join(tmpdir(), 'troupe-nats-pipeline-'));
     dirs.push(workspace);
-    // A researcher the test can hold at a gate (wait_for_file, from the fault tools module).
-    const scout = defineRole({
-      name: 'scout',
-      description: 's',
-      system: 's',
-      tools: [userTool('wait_for_file')],
-      publishes: [findingsChannel],
-    });
-    const finding = (source: string) => ({
-      source,
-      title: `About ${source}`,
-      summary: `What ${source} says.`,
-      keyPoints: ['a point'],
-      figures: ['42 GW in 2023'],
-    });
     const gate = (agent: string, call: number, path: string) => ({
       match: { agent, call },
       toolCalls: [{ name: 'wait_for_file', arguments: { path } }],
@@ -481,20 +483,6 @@ describe.skipIf(natsServerBinary() === undefined)('NATS transport', () => {
   it("replays the order a killed node's analyst took its findings in, on the node that takes it over", async () => {
     const workspace = mkdtempSync(join(tmpdir(), 'troupe-nats-pipeline-kill-'));
     dirs.push(workspace);
-    const scout = defineRole({
-      name: 'scout',
-      description: 's',
-      system: 's',
-      tools: [userTool('wait_for_file')],
-      publishes: [findingsChannel],
-    });
-    const finding = (source: string) => ({
-      source,
-      title: `About ${source}`,
-      summary: `What ${source} says.`,
-      keyPoints: ['a point'],
-      figures: ['42 GW in 2023'],
-    });
     const gate = (agent: string, path: string) => ({
       match: { agent, call: 1 },
       toolCalls: [{ name: 'wait_for_file', arguments: { path } }],
