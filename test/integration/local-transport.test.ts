@@ -110,3 +110,34 @@ describe('LocalTransport', () => {
     expect(fate.kind === 'down' && fate.error.message).toContain('terminated: a test stopped it');
   });
 });
+
+describe('a pool whose thread entry cannot be loaded (a missing build)', () => {
+  it('fails the actor with a message that says what to do, instead of waiting for ever', async () => {
+    const { Runtime } = await import('../../src/runtime/runtime.js');
+    const { hostConfigOf } = await import('../../src/runtime/pool-transport.js');
+    const { defineRole } = await import('../../src/roles/role.js');
+    const options = {
+      model: { provider: 'scripted' as const, script: { steps: [{ content: 'done' }] } },
+      workspace: process.cwd(),
+      grants: ['read' as const],
+      runId: 'missing-entry',
+    };
+    const transport = new LocalTransport({
+      threads: 1,
+      config: hostConfigOf('missing-entry', options),
+      workerUrl: new URL('file:///nonexistent/troupe/agent-entry.cjs'),
+    });
+    const runtime = new Runtime({ ...options, transport });
+    const errors: string[] = [];
+    runtime.bus.on('callback.error', (event) => errors.push(event.error.message));
+    try {
+      const role = defineRole({ name: 'w', description: 'w', system: 'w', tools: [] });
+      const result = await runtime.spawn(role, 'work').result;
+      expect(result.status).toBe('failed');
+      expect(errors.join('\n')).toContain('agent-entry.cjs');
+      expect(`${result.error?.message ?? ''}\n${errors.join('\n')}`).toMatch(/npm run build/);
+    } finally {
+      await runtime.close();
+    }
+  });
+});

@@ -16,7 +16,12 @@ import {
   type MainToWorkerInput,
   parseHostMessage,
 } from './protocol.js';
-import { adoptPrestartedPool, agentWorkerUrl, createAgentPool } from './thread-start.js';
+import {
+  type AgentPoolShape,
+  adoptPrestartedPool,
+  agentWorkerUrl,
+  createAgentPool,
+} from './thread-start.js';
 import type { Transport, TransportHandlers } from './transport.js';
 
 export { agentWorkerUrl } from './thread-start.js';
@@ -63,6 +68,8 @@ interface LocalHost {
 
 // Hosts that die before saying hello: after this many in a row, the threads cannot start at all.
 const MAX_BOOT_FAILURES = 3;
+// How long after a thread failed to start the next host starts.
+const BOOT_RETRY_MS = 100;
 
 /**
  * Actors on a piscina pool. Each thread runs one long-lived host task that
@@ -80,6 +87,11 @@ export class LocalTransport implements Transport {
   #handlers: TransportHandlers | undefined;
   #nextHostId = 1;
   #bootFailures = 0;
+  #shape: AgentPoolShape | undefined;
+  // A host of the current pool said ready: its threads can start.
+  #poolReady = false;
+  // Host starts waiting after a thread failed to start (see #startAfterBootFailure).
+  readonly #retries = new Set<NodeJS.Timeout>();
   #closing = false;
   #watchdog: NodeJS.Timeout | undefined;
   #sweptAt = 0;
@@ -99,12 +111,8 @@ export class LocalTransport implements Transport {
     };
     // Threads the CLI started while it loaded (thread-start.ts), when they have this shape.
     const prestarted = adoptPrestartedPool(shape);
-    const pool = prestarted?.pool ?? createAgentPool(shape);
-    this.#pool = pool;
-    // Unhandled, a pool 'error' event would take the process down.
-    pool.on('error', (error: unknown) => {
-      handlers.error(asTroupeError(error, 'The worker pool reported an error'), false);
-    });
+    this.#shape = shape;
+    this.#pool = this.#listen(prestarted?.pool ?? createAgentPool(shape));
     for (const error of prestarted?.errors ?? []) {
       handlers.error(asTroupeError(error, 'The worker pool reported an error'), false);
     }
@@ -168,6 +176,8 @@ export class LocalTransport implements Transport {
     if (this.#closing) return;
     this.#closing = true;
     clearInterval(this.#watchdog);
+    for (const retry of this.#retries) clearTimeout(retry);
+    this.#retries.clear();
     const pool = this.#pool;
     if (pool === undefined) return;
     const hosts = [...this.#hosts.values()].filter((host) => host.alive);
@@ -186,6 +196,36 @@ export class LocalTransport implements Transport {
     for (const host of this.#hosts.values()) host.port.close();
     this.#hosts.clear();
     this.#pool = undefined;
+  }
+
+  // Unhandled, a pool 'error' event would take the process down.
+  #listen(pool: Piscina): Piscina {
+    pool.on('error', (error: unknown) => {
+      this.#handlers?.error(asTroupeError(error, 'The worker pool reported an error'), false);
+    });
+    return pool;
+  }
+
+  // A thread died before its host said ready. piscina replaces a thread that
+  // crashes while it runs, but not one whose entry module failed to load
+  // (a missing or broken build): its pool is left with no thread and a task
+  // queued for ever. So while no host of the pool has ever said ready, the
+  // next host starts on a new pool (hosts still starting in the old one
+  // start again on the new), a moment later.
+  #startAfterBootFailure(): void {
+    const retry = setTimeout(() => {
+      this.#retries.delete(retry);
+      const pool = this.#pool;
+      if (pool === undefined || this.#closing || this.#shape === undefined) return;
+      if (!this.#poolReady) {
+        for (const other of this.#hosts.values())
+          if (other.alive && !other.ready) other.stopReason ??= 'its pool was replaced';
+        this.#pool = this.#listen(createAgentPool(this.#shape));
+        void pool.destroy().catch(() => {});
+      }
+      this.#startHost();
+    }, BOOT_RETRY_MS);
+    this.#retries.add(retry);
   }
 
   #startHost(): void {
@@ -235,6 +275,7 @@ export class LocalTransport implements Transport {
     for (const item of items) {
       if (typeof item !== 'string' && item.type === 'host.ready') {
         host.ready = true;
+        this.#poolReady = true;
         host.beatAt = performance.now();
         this.#bootFailures = 0;
       }
@@ -318,6 +359,10 @@ export class LocalTransport implements Transport {
       }
       return;
     }
+    if (!host.ready && host.stopReason === undefined) {
+      this.#startAfterBootFailure();
+      return;
+    }
     // The pool has replaced the thread; give it a host.
     this.#startHost();
   }
@@ -331,6 +376,8 @@ export class LocalTransport implements Transport {
     else if (code === 'ERR_WORKER_OUT_OF_MEMORY')
       what = `the worker thread ran out of memory (${cause})`;
     else if (/exited with code/.test(cause)) what = `the worker thread exited (${cause})`;
+    else if (!host.ready && (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND'))
+      what = `the worker thread could not load its code (${cause}); check that the project is built (npm run build)`;
     // `stopped`: the runtime stopped the thread on purpose (one actor's last resort), so its other actors are victims.
     return new TroupeError('runtime.worker_exit', what, {
       cause: error,
