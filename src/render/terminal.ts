@@ -153,6 +153,14 @@ const HIDE_CURSOR = '\u001b[?25l';
 const SHOW_CURSOR = '\u001b[?25h';
 const CLEAR_LINE_END = '\u001b[K';
 const CLEAR_BELOW = '\u001b[J';
+/**
+ * Synchronized output (DEC private mode 2026): a terminal that knows it shows
+ * what lies between the two marks at once, so a tall frame never appears half
+ * drawn; one that does not ignores them, as terminals ignore every unknown
+ * private mode.
+ */
+const BEGIN_UPDATE = '\u001b[?2026h';
+const END_UPDATE = '\u001b[?2026l';
 
 /**
  * Redraws a block of lines in place on a TTY: each frame moves the cursor back
@@ -183,7 +191,7 @@ export class FrameWriter {
   render(lines: readonly string[]): void {
     // A pty of unknown size reports 0 columns: treat it as 80.
     const width = Math.max((this.#output.columns || 80) - 1, 1);
-    let text = this.#cursorHidden ? '' : HIDE_CURSOR;
+    let text = `${BEGIN_UPDATE}${this.#cursorHidden ? '' : HIDE_CURSOR}`;
     this.#cursorHidden = true;
     if (this.#height > 0 && this.resized) {
       // After a resize a terminal may have re-wrapped the old frame, so its
@@ -194,7 +202,7 @@ export class FrameWriter {
     }
     this.#size = this.#currentSize();
     for (const line of lines) text += `${cutToWidth(line, width)}${CLEAR_LINE_END}\n`;
-    text += CLEAR_BELOW;
+    text += `${CLEAR_BELOW}${END_UPDATE}`;
     this.#height = lines.length;
     this.#output.write(text);
   }

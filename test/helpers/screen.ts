@@ -16,6 +16,8 @@ export class VirtualScreen {
   #pendingWrap = false;
   #saved: { grid: string[][]; x: number; y: number } | undefined;
   #rest = '';
+  /** While the program draws inside a synchronized update: what the screen showed when it began. */
+  #shown: { lines: string[]; history: number } | undefined;
 
   constructor(cols: number, rows: number) {
     this.cols = cols;
@@ -30,7 +32,17 @@ export class VirtualScreen {
 
   /** The visible lines, trailing spaces removed. */
   lines(): string[] {
+    if (this.#shown !== undefined) return [...this.#shown.lines];
+    return this.#drawn();
+  }
+
+  #drawn(): string[] {
     return this.#grid.map((row) => row.join('').trimEnd());
+  }
+
+  /** True while the program is inside a synchronized update (the screen shows the frame before it). */
+  get updating(): boolean {
+    return this.#shown !== undefined;
   }
 
   /** The visible screen as text. */
@@ -40,7 +52,9 @@ export class VirtualScreen {
 
   /** Everything that scrolled off the top, then the screen: a terminal's scrollback. */
   transcript(): string {
-    return [...this.#history, ...this.lines()].join('\n').trimEnd();
+    const history =
+      this.#shown === undefined ? this.#history : this.#history.slice(0, this.#shown.history);
+    return [...history, ...this.lines()].join('\n').trimEnd();
   }
 
   resize(cols: number, rows: number): void {
@@ -218,6 +232,13 @@ export class VirtualScreen {
       }
       case 'h':
       case 'l':
+        // Synchronized output: as a terminal that supports it, show the last whole frame meanwhile.
+        if (privateMark === '?' && params[0] === 2026) {
+          if (final === 'h' && this.#shown === undefined)
+            this.#shown = { lines: this.#drawn(), history: this.#history.length };
+          else if (final === 'l') this.#shown = undefined;
+          break;
+        }
         if (privateMark === '?' && (params[0] === 1049 || params[0] === 47)) {
           if (final === 'h' && this.#saved === undefined) {
             this.#saved = { grid: this.#grid, x: this.#x, y: this.#y };

@@ -8,6 +8,7 @@ import {
   stripAnsi,
   supportsColor,
 } from '../../src/render/terminal.js';
+import { VirtualScreen } from '../helpers/screen.js';
 import { FakeTerminal } from './fake-terminal.js';
 
 // The colour code a line starts with (ESC [ n m).
@@ -72,9 +73,31 @@ describe('FrameWriter', () => {
     frames.render(['one', 'two']);
     frames.render(['three']);
     frames.done();
-    expect(output.writes[0]).toBe('\u001b[?25lone\u001b[K\ntwo\u001b[K\n\u001b[J');
-    expect(output.writes[1]).toBe('\u001b[2Fthree\u001b[K\n\u001b[J');
+    expect(output.writes[0]).toBe(
+      '\u001b[?2026h\u001b[?25lone\u001b[K\ntwo\u001b[K\n\u001b[J\u001b[?2026l',
+    );
+    expect(output.writes[1]).toBe('\u001b[?2026h\u001b[2Fthree\u001b[K\n\u001b[J\u001b[?2026l');
     expect(output.writes[2]).toBe('\u001b[?25h');
+  });
+
+  it('draws each frame as one synchronized update, so a terminal never shows half of one', () => {
+    const output = new FakeTerminal({ isTTY: true, columns: 20 });
+    const frames = new FrameWriter(output);
+    frames.render(['header one', 'footer one']);
+    frames.render(['header two', 'footer two']);
+    const screen = new VirtualScreen(20, 5);
+    // A pty turns each newline into CR LF.
+    const tty = (text: string | undefined): string => (text ?? '').replaceAll('\n', '\r\n');
+    screen.write(tty(output.writes[0]));
+    // The second frame arrives in two reads, cut between its header and its footer.
+    const second = tty(output.writes[1]);
+    const cut = second.indexOf('footer two');
+    screen.write(second.slice(0, cut));
+    expect(screen.updating).toBe(true);
+    expect(screen.lines().slice(0, 2)).toEqual(['header one', 'footer one']);
+    screen.write(second.slice(cut));
+    expect(screen.updating).toBe(false);
+    expect(screen.lines().slice(0, 2)).toEqual(['header two', 'footer two']);
   });
 
   it('cuts lines so that none wraps', () => {

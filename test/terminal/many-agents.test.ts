@@ -87,7 +87,12 @@ describe.runIf(hasPython())('the live view of 200 agents (pty)', () => {
 
     // Enter opens its transcript: what it was asked, that it is waiting on its model.
     await session.press(KEYS.enter);
-    await session.waitFor('── transcript ·');
+    // A frame can reach the pty in several reads: wait for its header and its footer both.
+    await session.waitFor(
+      (screen) =>
+        screen.text().includes('── transcript ·') &&
+        screen.text().includes('esc back · ↑↓ PgUp PgDn scroll'),
+    );
     screen = session.screen.text();
     const chosen = /^\S (researcher-\d+) · researcher · thinking/.exec(screen)?.[1] ?? '';
     // Far past the rows the overview had room for.
