@@ -43,6 +43,7 @@ export class Scheduler {
   readonly #defined = new Map<number, Set<string>>();
   #nextKey = 1;
   #started = false;
+  #pumpQueued = false;
 
   constructor(
     transport: Transport,
@@ -132,12 +133,23 @@ export class Scheduler {
     return this.#transport.sendPorts?.(hostId, item, ports) ?? false;
   }
 
-  /** Frees the actor's place on its host. */
+  /**
+   * Frees the actor's place on its host, and gives it to the next actor
+   * waiting (in a microtask: the actor that leaves finishes first, so a
+   * child it cancels on the way out is not started for nothing).
+   */
   release(record: ActorRecord): void {
     if (record.hostId === undefined) return;
     const load = this.#load.get(record.hostId);
     if (load !== undefined) this.#load.set(record.hostId, load - 1);
     record.hostId = undefined;
+    if (this.#queue.length > 0 && !this.#pumpQueued) {
+      this.#pumpQueued = true;
+      queueMicrotask(() => {
+        this.#pumpQueued = false;
+        this.pump();
+      });
+    }
   }
 
   /** Stops the host an actor runs on (the last resort for a hung actor). */
