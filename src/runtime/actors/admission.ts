@@ -148,7 +148,7 @@ export class Admission {
       return { status: 'cancelled', error: plainError(error) };
     }
     const maxQueued = options.maxQueued ?? 100_000;
-    if (scheduler.queued >= maxQueued)
+    if (scheduler.overflow >= maxQueued)
       return refuse(`${maxQueued} spawns already wait for a place`);
     return undefined;
   }

@@ -23,11 +23,29 @@ export interface SchedulerEvents {
   journalFor(record: ActorRecord): readonly JournalEntry[] | undefined;
 }
 
+/** Actors a host may hold at first when its transport says how busy it is (`Transport.busy`). */
+export const FIRST_ROOM = 1024;
+/** How often the scheduler looks whether a full host has time for more, in milliseconds. */
+const ROOM_LOOK_MS = 100;
+/** Busier than this (event-loop utilisation), a host has no time for more actors. */
+const SATURATED = 0.9;
+
 /**
  * Admission and placement: a FIFO queue of actors waiting for a place, and
  * the count of actors on each host. An actor goes to the least-loaded host
- * with room; past `maxPerHost` everywhere, it waits. Hosts start with the
+ * with room; with no room anywhere, it waits. Hosts start with the
  * first actor, so a runtime that spawns nothing starts no thread.
+ *
+ * A host's room is `maxPerHost` when the transport cannot say how busy its
+ * hosts are. When it can, a host's room starts at FIRST_ROOM and grows, up
+ * to `maxPerHost`, each time the scheduler finds the host full with actors
+ * waiting and its event loop not saturated (by up to four times, in
+ * proportion to the time it had to spare). Actors waiting on slow
+ * models leave a thread idle, so its room grows within a few looks to what
+ * they need; a thread busy every moment gains nothing from more actors at
+ * once but memory and collection work (100,000 agents spawned together all
+ * held by two threads cost twice the memory of ~1,500 at a time each, for
+ * the same work), so there the rest wait here, as small records.
  */
 export class Scheduler {
   readonly #transport: Transport;
@@ -44,6 +62,12 @@ export class Scheduler {
   #nextKey = 1;
   #started = false;
   #pumpQueued = false;
+  // Per host: how many actors it may hold now (see the class comment).
+  readonly #room = new Map<number, number>();
+  // Per host: when it was first found full with actors waiting (its busy figure counts from then).
+  readonly #fullSince = new Map<number, number>();
+  #look: NodeJS.Timeout | undefined;
+  #closed = false;
 
   constructor(
     transport: Transport,
@@ -60,6 +84,18 @@ export class Scheduler {
   /** Actors waiting for a place. */
   get queued(): number {
     return this.#queue.length;
+  }
+
+  /**
+   * Actors waiting that no host could take even at `maxPerHost` (what
+   * `maxQueued` bounds): those held back only while their hosts' room grows
+   * do not count.
+   */
+  get overflow(): number {
+    let spare = 0;
+    for (const hostId of this.hosts())
+      spare += Math.max(0, this.#maxPerHost - (this.#load.get(hostId) ?? 0));
+    return Math.max(0, this.#queue.length - spare);
   }
 
   /** True once the transport was started. */
@@ -82,6 +118,8 @@ export class Scheduler {
         items: (hostId, items) => this.#events.items(hostId, items),
         hostDown: (hostId, error) => {
           this.#load.delete(hostId);
+          this.#room.delete(hostId);
+          this.#fullSince.delete(hostId);
           this.#defined.delete(hostId);
           this.#events.hostDown(hostId, error);
           this.pump();
@@ -105,9 +143,59 @@ export class Scheduler {
   pump(): void {
     while (this.#queue.length > 0) {
       const hostId = this.#pickHost();
-      if (hostId === undefined) return;
+      if (hostId === undefined) {
+        this.#lookLater();
+        return;
+      }
       const record = this.#queue.shift() as ActorRecord;
       if (record.state === 'queued') this.#startOn(record, hostId);
+    }
+  }
+
+  /** How many actors a host may hold now. */
+  roomOf(hostId: number): number {
+    const room = this.#room.get(hostId);
+    if (room !== undefined) return room;
+    return this.#transport.busy === undefined
+      ? this.#maxPerHost
+      : Math.min(this.#maxPerHost, FIRST_ROOM);
+  }
+
+  // While actors wait and some host's room may still grow: look again in a moment.
+  #lookLater(): void {
+    if (this.#look !== undefined || this.#closed || this.#transport.busy === undefined) return;
+    const hosts = this.#transport.hosts();
+    if (!hosts.some((hostId) => this.roomOf(hostId) < this.#maxPerHost)) return;
+    this.#look = setTimeout(() => {
+      this.#look = undefined;
+      this.#grow();
+      this.pump();
+    }, ROOM_LOOK_MS);
+  }
+
+  // A host full for a while that had time to spare in that while gets twice the room. Its busy
+  // figure covers its last heartbeat's window: only one that began after it was full counts.
+  #grow(): void {
+    const now = performance.now();
+    for (const hostId of this.#transport.hosts()) {
+      const room = this.roomOf(hostId);
+      if (room >= this.#maxPerHost || (this.#load.get(hostId) ?? 0) < room) {
+        this.#fullSince.delete(hostId);
+        continue;
+      }
+      const since = this.#fullSince.get(hostId);
+      if (since === undefined) {
+        this.#fullSince.set(hostId, now);
+        continue;
+      }
+      if (now - since < 2 * ROOM_LOOK_MS) continue;
+      const busy = this.#transport.busy?.(hostId);
+      if (busy !== undefined && busy < SATURATED) {
+        // In proportion to the time it had to spare: a host idle 80% of the time takes four times as many.
+        const factor = Math.min(4, Math.max(1.25, SATURATED / Math.max(busy, 0.01)));
+        this.#room.set(hostId, Math.min(this.#maxPerHost, Math.ceil(room * factor)));
+        this.#fullSince.delete(hostId);
+      }
     }
   }
 
@@ -159,18 +247,21 @@ export class Scheduler {
 
   /** Shuts the hosts down (when they were ever started). */
   async close(graceMs: number): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#look);
+    this.#look = undefined;
     if (this.#started) await this.#transport.close(graceMs);
   }
 
   // The least-loaded host with room; hosts whose heartbeat is late only when no other has room.
   #pickHost(): number | undefined {
     let best: number | undefined;
-    let bestLoad = this.#maxPerHost;
+    let bestLoad = Number.POSITIVE_INFINITY;
     let lateBest: number | undefined;
-    let lateLoad = this.#maxPerHost;
+    let lateLoad = Number.POSITIVE_INFINITY;
     for (const hostId of this.#transport.hosts()) {
       const load = this.#load.get(hostId) ?? 0;
-      if (load >= bestLoad && load >= lateLoad) continue;
+      if (load >= this.roomOf(hostId) || (load >= bestLoad && load >= lateLoad)) continue;
       if (this.#transport.late?.(hostId) === true) {
         if (load < lateLoad) {
           lateBest = hostId;

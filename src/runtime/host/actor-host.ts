@@ -206,8 +206,17 @@ export class ActorHost {
     });
     this.#port.on('message', (data) => this.#receive(data));
     const state = this.#state;
-    if (state !== undefined)
-      this.#beat = setInterval(() => Atomics.add(state, HOST_STATE.beat, 1), BEAT_MS);
+    if (state !== undefined) {
+      let loop = performance.eventLoopUtilization();
+      this.#beat = setInterval(() => {
+        // How busy this thread was since the last beat: the scheduler places more actors on it while it has time.
+        const now = performance.eventLoopUtilization();
+        const busy = performance.eventLoopUtilization(now, loop).utilization;
+        loop = now;
+        Atomics.store(state, HOST_STATE.busy, Math.round(busy * 1000));
+        Atomics.add(state, HOST_STATE.beat, 1);
+      }, BEAT_MS);
+    }
     // Warnings raised in this thread become events of the actor whose work raised them
     // (or of the newest actor), never text on the terminal under the live view.
     const release = captureWarnings(

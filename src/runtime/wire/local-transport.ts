@@ -50,6 +50,9 @@ export interface BlockedHost {
   culprit?: { actorId: string; tool: string } | undefined;
 }
 
+// A host's heartbeat (every 100 ms) older than this: its busy figure is stale, the thread saturated.
+const BUSY_BEAT_LATE_MS = 250;
+
 interface LocalHost {
   id: number;
   port: MessagePort;
@@ -133,6 +136,20 @@ export class LocalTransport implements Transport {
     if (host === undefined || !host.ready || blockedMs === undefined) return false;
     this.#readBeat(host);
     return performance.now() - host.beatAt >= Math.max(1000, blockedMs / 4);
+  }
+
+  /**
+   * How busy a ready host's thread was between its last two heartbeats
+   * (0–1); 1 when its heartbeat is late (a thread too busy to run its timer
+   * is saturated, whatever its last figure said); undefined before its first.
+   */
+  busy(hostId: number): number | undefined {
+    const host = this.#hosts.get(hostId);
+    if (host === undefined || !host.ready || Atomics.load(host.state, HOST_STATE.beat) === 0)
+      return undefined;
+    this.#readBeat(host);
+    if (performance.now() - host.beatAt > BUSY_BEAT_LATE_MS) return 1;
+    return Atomics.load(host.state, HOST_STATE.busy) / 1000;
   }
 
   /** Threads alive in the pool now (0 before start and after close). */

@@ -372,13 +372,15 @@ export interface HostTask {
  * bumps on a timer; slot `named`, the byte length of the name written at
  * HOST_NAME_OFFSET (`<actorId>\0<tool>`, UTF-8) while that actor's tool
  * runs synchronous code, 0 otherwise. A blocked thread cannot speak, so this
- * is how the watchdog learns whose tool blocked it.
+ * is how the watchdog learns whose tool blocked it. Slot `busy`: how busy
+ * the thread's event loop was between its last two beats, in thousandths
+ * (the scheduler gives a thread more actors while it has time to spare).
  */
-export const HOST_STATE = { beat: 0, named: 1 } as const;
+export const HOST_STATE = { beat: 0, named: 1, busy: 2 } as const;
 /** Where the name starts in an actor thread's shared state, in bytes. */
-export const HOST_NAME_OFFSET = 8;
+export const HOST_NAME_OFFSET = 12;
 /** Bytes of an actor thread's shared state. */
-export const HOST_STATE_BYTES = 264;
+export const HOST_STATE_BYTES = 268;
 
 /**
  * What a host puts on the wire and the main thread acts on: protocol items,

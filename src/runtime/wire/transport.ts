@@ -50,6 +50,13 @@ export interface Transport {
   /** True when a host looks busy or stuck (its heartbeat is late): placement avoids it while others are not. Optional. */
   late?(hostId: number): boolean;
   /**
+   * How busy a host's event loop was lately, from 0 to 1; undefined when not
+   * known yet. Optional: a transport without it gets `maxActorsPerThread`
+   * actors per host at once, as many as they may hold; with it, a host gets
+   * more (up to that bound) only while it has time to spare.
+   */
+  busy?(hostId: number): number | undefined;
+  /**
    * Keeps a finished actor's stored result (already redacted) where a
    * coordinator resumed on another machine finds it. Optional: without it
    * results live only in the run folder.

@@ -1,0 +1,110 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { defineRole } from '../../../src/roles/role.js';
+import { FIRST_ROOM } from '../../../src/runtime/actors/scheduler.js';
+import { Runtime } from '../../../src/runtime/runtime.js';
+import type { MainToWorkerInput } from '../../../src/runtime/wire/protocol.js';
+import type { Transport, TransportHandlers } from '../../../src/runtime/wire/transport.js';
+
+// Two hosts that never answer: the test sees which actors the runtime starts
+// where, and says how busy each host's event loop is.
+function fakeHosts(busy: number | undefined): Transport & {
+  starts: Map<number, number>;
+  load: number | undefined;
+} {
+  const transport = {
+    starts: new Map<number, number>([
+      [1, 0],
+      [2, 0],
+    ]),
+    load: busy,
+    start(handlers: TransportHandlers): void {
+      handlers.hostUp(1);
+      handlers.hostUp(2);
+    },
+    hosts: () => [1, 2],
+    send(hostId: number, item: MainToWorkerInput): void {
+      if (item.type === 'actor.start')
+        transport.starts.set(hostId, (transport.starts.get(hostId) ?? 0) + 1);
+    },
+    busy: (): number | undefined => transport.load,
+    terminate(): void {},
+    close: async (): Promise<void> => {},
+  };
+  return transport;
+}
+
+const base = {
+  model: { provider: 'scripted' as const, script: { steps: [{ content: 'done' }] } },
+  workspace: '/tmp',
+  grants: ['read' as const],
+  cancelGraceMs: 0,
+};
+const role = defineRole({ name: 'w', description: 'w', system: 'w', tools: [] });
+
+describe("a host's room", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('starts at FIRST_ROOM and grows, up to maxActorsPerThread, only while the host has time to spare', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    const transport = fakeHosts(0.97);
+    const runtime = new Runtime({ ...base, transport, maxActorsPerThread: 3000 });
+    for (let index = 0; index < 7000; index += 1) runtime.spawn(role, `task ${index}`);
+    await Promise.resolve();
+    expect([...transport.starts.values()]).toEqual([FIRST_ROOM, FIRST_ROOM]);
+    // Saturated: looking again changes nothing.
+    await vi.advanceTimersByTimeAsync(1000);
+    expect([...transport.starts.values()]).toEqual([FIRST_ROOM, FIRST_ROOM]);
+    // Time to spare: the room grows in proportion (0.9 / 0.6 = 1.5 times), up to
+    // maxActorsPerThread, once the host has been full for two looks (a busy figure from before
+    // it was full says nothing).
+    transport.load = 0.6;
+    await vi.advanceTimersByTimeAsync(100);
+    expect([...transport.starts.values()]).toEqual([1.5 * FIRST_ROOM, 1.5 * FIRST_ROOM]);
+    await vi.advanceTimersByTimeAsync(200);
+    expect([...transport.starts.values()]).toEqual([1.5 * FIRST_ROOM, 1.5 * FIRST_ROOM]);
+    await vi.advanceTimersByTimeAsync(100);
+    expect([...transport.starts.values()]).toEqual([2304, 2304]);
+    // Nearly idle: four times at most, and never past maxActorsPerThread.
+    transport.load = 0.05;
+    await vi.advanceTimersByTimeAsync(300);
+    expect([...transport.starts.values()]).toEqual([3000, 3000]);
+    // The rest wait for a place, and spawning is still allowed: they count against maxQueued
+    // only past what the hosts could hold at maxActorsPerThread.
+    expect(runtime.spawn(role, 'one more')).toBeDefined();
+    vi.useRealTimers();
+    await runtime.close();
+  });
+
+  it('is maxActorsPerThread at once when the transport cannot say how busy its hosts are', async () => {
+    const transport = fakeHosts(undefined);
+    const { busy: _busy, ...blind } = transport;
+    const runtime = new Runtime({ ...base, transport: blind, maxActorsPerThread: 1500 });
+    for (let index = 0; index < 4000; index += 1) runtime.spawn(role, `task ${index}`);
+    await Promise.resolve();
+    expect([...transport.starts.values()]).toEqual([1500, 1500]);
+    await runtime.close();
+  });
+
+  it('counts only what no host could hold against maxQueued', async () => {
+    const transport = fakeHosts(0.99);
+    const runtime = new Runtime({
+      ...base,
+      transport,
+      maxActorsPerThread: 2000,
+      maxQueued: 10,
+    });
+    // 2 x 1,024 placed, 2 x 976 held back while the rooms may grow, 10 over: all accepted.
+    const accepted = Array.from({ length: 4010 }, (_, index) =>
+      runtime.spawn(role, `task ${index}`),
+    );
+    const refused = runtime.spawn(role, 'too many');
+    const result = await refused.result;
+    expect(result.status).toBe('failed');
+    expect(result.error?.message).toMatch(/10 spawns already wait for a place/);
+    await runtime.close();
+    const ends = await Promise.all(accepted.map((ref) => ref.result));
+    expect(ends.filter((end) => /wait for a place/.test(end.error?.message ?? ''))).toEqual([]);
+  });
+});
