@@ -29,6 +29,13 @@ export function freePort(): Promise<number> {
   });
 }
 
+const servers = new Map<string, NatsServer>();
+
+/** What `NatsServer.state` says of the server at `url`, when a test of this process started one there. */
+export function natsServerState(url: string): string | undefined {
+  return servers.get(url)?.state();
+}
+
 /**
  * A real `nats-server -js` for one test: loopback only, a free port, its own
  * store folder. `restart()` stops it and starts it again on the same port
@@ -39,6 +46,10 @@ export class NatsServer {
   readonly storeDir: string;
   #process: ChildProcess | undefined;
   readonly #binary: string;
+  // The server's last lines of output, and how it ended when nobody stopped it: what a test that
+  // finds it gone reports (see `natsServerState`).
+  readonly #tail: string[] = [];
+  #ended: string | undefined;
 
   private constructor(binary: string, port: number, storeDir: string) {
     this.#binary = binary;
@@ -71,19 +82,41 @@ export class NatsServer {
       { stdio: ['ignore', 'ignore', 'pipe'] },
     );
     this.#process = child;
+    this.#ended = undefined;
+    servers.set(this.url, this);
+    child.stderr?.on('data', (chunk: Buffer) => {
+      this.#tail.push(
+        ...chunk
+          .toString()
+          .split('\n')
+          .filter((line) => line !== ''),
+      );
+      this.#tail.splice(0, Math.max(0, this.#tail.length - 20));
+    });
+    child.once('exit', (code, signal) => {
+      if (this.#process === child) this.#ended = `exited unasked (code ${code}, signal ${signal})`;
+    });
     await new Promise<void>((resolve, reject) => {
-      let log = '';
-      const onData = (chunk: Buffer): void => {
-        log += chunk.toString();
-        if (log.includes('Server is ready')) {
+      const onData = (): void => {
+        if (this.#tail.some((line) => line.includes('Server is ready'))) {
           child.stderr?.off('data', onData);
-          child.stderr?.resume();
           resolve();
         }
       };
       child.stderr?.on('data', onData);
-      child.once('exit', (code) => reject(new Error(`nats-server exited (${code}): ${log}`)));
+      child.once('exit', (code) =>
+        reject(new Error(`nats-server exited (${code}): ${this.#tail.join('\n')}`)),
+      );
     });
+  }
+
+  /** Whether the server runs, and its last lines of output. */
+  state(): string {
+    const running =
+      this.#process === undefined
+        ? 'stopped by the test'
+        : (this.#ended ?? `running (pid ${this.#process.pid})`);
+    return `nats-server on port ${this.port}: ${running}; its last output:\n${this.#tail.join('\n')}`;
   }
 
   /** Stops the server (SIGTERM) and waits for it to exit. */

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { natsServerState } from '../helpers/nats-server.js';
 
 const BIN = fileURLToPath(new URL('../../bin/troupe.js', import.meta.url));
 
@@ -52,7 +53,11 @@ export async function startNode(
       }
     });
     void exited.then((code) =>
-      reject(new Error(`worker ${name} exited (${code}):\n${log.join('\n')}`)),
+      reject(
+        new Error(
+          `worker ${name} exited (${code}):\n${log.join('\n')}\n${natsServerState(url) ?? ''}`,
+        ),
+      ),
     );
   });
   return { name, child, log, exited };

@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { accessSync, constants, statSync } from 'node:fs';
+import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import { mkdir, realpath } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -242,7 +242,16 @@ function releaseThroughGate(
       go.destroy();
       return;
     }
-    gate(Number(sandboxPid)).then(
+    const pid = Number(sandboxPid);
+    // The sandbox waits on fd 4, so it only ends if it was killed (a timeout, a cancel): then its
+    // pid may already name another process, which the gate must not move into the sandbox's
+    // cgroup (whose release kills everything in it). Its parent is bwrap while it waits.
+    if (child.exitCode !== null || child.signalCode !== null || parentPid(pid) !== child.pid) {
+      onRefused('the sandbox ended before its program started');
+      go.destroy();
+      return;
+    }
+    gate(pid).then(
       () => go.end('go'),
       (error: unknown) => {
         onRefused(errorMessage(error));
@@ -254,6 +263,18 @@ function releaseThroughGate(
       },
     );
   });
+}
+
+/** The parent pid of `pid` from /proc, or undefined when it has ended. */
+function parentPid(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // `pid (comm) state ppid …`: comm may hold spaces and parentheses, so read after the last ')'.
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    return Number.isInteger(ppid) ? ppid : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function decode(chunks: Buffer[]): string {

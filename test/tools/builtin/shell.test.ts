@@ -359,4 +359,49 @@ describe('runProcess', () => {
     expect(pid).toBeGreaterThan(0);
     expect(() => process.kill(pid, 0)).toThrow(/ESRCH/);
   });
+
+  // A stand-in for bwrap --info-fd 3 --block-fd 4: it reports `child-pid` (its own child's, or
+  // the pid given), then waits for the gate's byte before it exits 0.
+  const FAKE_BWRAP = `
+    const fs = require('node:fs');
+    const { spawn } = require('node:child_process');
+    const own = process.argv[1] === 'own';
+    const child = own ? spawn('sleep', ['30'], { stdio: 'ignore' }) : undefined;
+    fs.writeSync(3, JSON.stringify({ 'child-pid': own ? child.pid : Number(process.argv[1]) }));
+    fs.closeSync(3);
+    fs.readSync(4, Buffer.alloc(2));
+    child?.kill();
+  `;
+  const gated = (reported: string, gate: (pid: number) => Promise<void>) =>
+    runProcess({
+      file: process.execPath,
+      args: ['-e', FAKE_BWRAP, reported],
+      cwd: world.workspace,
+      env: { PATH: process.env['PATH'] ?? '' },
+      timeoutMs: 60_000,
+      maxOutputBytes: 1_000,
+      signal: new AbortController().signal,
+      gate,
+    });
+
+  it('passes the sandbox pid bwrap reports through the gate while that process waits', async () => {
+    const seen: number[] = [];
+    const result = await gated('own', async (pid) => {
+      seen.push(pid);
+    });
+    expect(result.refused).toBeUndefined();
+    expect(result.exitCode).toBe(0);
+    expect(seen).toHaveLength(1);
+  });
+
+  it('never gates a pid that is not the waiting sandbox (one reused after a kill)', async () => {
+    // The test's own pid stands for a process that took a dead sandbox's pid: its parent is not
+    // bwrap, so it must not be moved into the sandbox's cgroup (whose release kills everything).
+    const seen: number[] = [];
+    const result = await gated(String(process.pid), async (pid) => {
+      seen.push(pid);
+    });
+    expect(seen).toEqual([]);
+    expect(result.refused).toBe('the sandbox ended before its program started');
+  });
 });
