@@ -4,6 +4,15 @@ import { type Palette, wrapText } from './terminal.js';
 
 /** Events kept per agent for its transcript; older ones are dropped (and counted). */
 export const MAX_TRANSCRIPT_EVENTS = 400;
+/**
+ * Events kept for all transcripts together (the events themselves, which the
+ * run would otherwise let go once written): past it, the transcripts of the
+ * agents that finished first are let go, then running agents' oldest events.
+ * A run of 100,000 agents would otherwise hold every event it made.
+ */
+export const MAX_KEPT_EVENTS = 100_000;
+/** A running agent keeps at least its last this many events. */
+const MIN_EVENTS_KEPT = 4;
 /** Characters of a streaming reply kept while it is written (its end). */
 const MAX_STREAM_CHARS = 4000;
 /** Lines of one tool result shown in a transcript; the rest are counted. */
@@ -12,6 +21,8 @@ export const MAX_RESULT_LINES = 40;
 interface AgentRecord {
   events: AgentEvent[];
   dropped: number;
+  /** Its events were let go to keep the store within its bound (see MAX_KEPT_EVENTS). */
+  released: boolean;
   startTs: number;
   /** The reply being streamed now (thinking or text), until its model.response. */
   streaming: string;
@@ -33,13 +44,28 @@ function json(value: unknown): string {
  */
 export class TranscriptStore {
   readonly #agents = new Map<string, AgentRecord>();
+  readonly #maxKept: number;
+  // Events held now, and the agents that finished with events held, first finished first.
+  #kept = 0;
+  readonly #finished = new Set<string>();
+  #runId: string | undefined;
+
+  constructor(options: { maxKeptEvents?: number } = {}) {
+    this.#maxKept = options.maxKeptEvents ?? MAX_KEPT_EVENTS;
+  }
+
+  /** Events held for every transcript together. */
+  get kept(): number {
+    return this.#kept;
+  }
 
   /** Takes one event of the run. */
   record(event: AgentEvent): void {
     if (event.type === 'run.finished') return;
+    this.#runId ??= event.runId;
     let record = this.#agents.get(event.agentId);
     if (record === undefined) {
-      record = { events: [], dropped: 0, startTs: event.ts, streaming: '' };
+      record = { events: [], dropped: 0, released: false, startTs: event.ts, streaming: '' };
       this.#agents.set(event.agentId, record);
     }
     if (event.type === 'model.delta') {
@@ -51,9 +77,35 @@ export class TranscriptStore {
     if (event.type === 'step') return;
     if (event.type === 'model.response' || event.type === 'agent.finished') record.streaming = '';
     record.events.push(event);
+    this.#kept += 1;
     if (record.events.length > MAX_TRANSCRIPT_EVENTS) {
       record.events.shift();
       record.dropped += 1;
+      this.#kept -= 1;
+    }
+    if (event.type === 'agent.finished') this.#finished.add(event.agentId);
+    if (this.#kept > this.#maxKept) this.#release(event.agentId, record);
+  }
+
+  // Back within the bound: the transcripts of the agents that finished first go, then (when
+  // only running agents hold events) the oldest events of the agent that just added one.
+  #release(agentId: string, current: AgentRecord): void {
+    for (const id of this.#finished) {
+      if (this.#kept <= this.#maxKept) return;
+      if (id === agentId) continue;
+      this.#finished.delete(id);
+      const record = this.#agents.get(id);
+      if (record === undefined) continue;
+      this.#kept -= record.events.length;
+      record.dropped += record.events.length;
+      record.events = [];
+      record.released = true;
+    }
+    while (this.#kept > this.#maxKept && current.events.length > MIN_EVENTS_KEPT) {
+      current.events.shift();
+      current.dropped += 1;
+      current.released = true;
+      this.#kept -= 1;
     }
   }
 
@@ -63,7 +115,10 @@ export class TranscriptStore {
     if (record === undefined) return [palette.dim('(nothing yet)')];
     const out: string[] = [];
     if (record.dropped > 0) {
-      out.push(palette.dim(`(${record.dropped} earlier events not kept)`));
+      const note = record.released
+        ? `(${record.dropped} earlier events not kept in memory: this run has too many to keep; \`troupe trace ${this.#runId ?? '<runId>'} --agent ${agentId}\` shows them all)`
+        : `(${record.dropped} earlier events not kept)`;
+      for (const line of wrapText(note, width, ' ')) out.push(palette.dim(line));
     }
     for (const event of record.events) {
       const time = palette.dim(formatDuration(event.ts - record.startTs).padStart(7));

@@ -11,10 +11,15 @@ import { cutToWidth, oneLine, type Palette } from './terminal.js';
 
 /** One line of the agent list: an agent's row, or a fold/more line (agent undefined). */
 export interface TreeLine {
+  /** The line as shown; for an agent's line made with `layout: false`, empty until `layOutLines`. */
   text: string;
   agent: AgentView | undefined;
   /** Shown whatever the room: roots, fold counts, agents of rare roles. */
   keep: boolean;
+  /** The tree guide before an agent's glyph, uncoloured (what `layOutLines` puts first, dimmed). */
+  lead?: string | undefined;
+  /** For a line that stands for agents left out of the list (see TreeOptions.limit): how many. */
+  hidden?: { agents: number; running: number } | undefined;
 }
 
 /** What narrows the agent list (`f` in the interactive view). */
@@ -61,6 +66,17 @@ export function agentRank(agent: AgentView, rare: boolean): number {
   return rare ? 0 : 3;
 }
 
+/**
+ * The order in which `fitTree` gives a place to an agent that is not kept
+ * anyway: working first, then idle, failed (the failures section lists them
+ * too) and finished.
+ */
+function fitRank(agent: AgentView): number {
+  const order = agentRank(agent, false);
+  // Idle before failed here: a failure is listed in the failures section anyway.
+  return order === 1 ? 2 : order === 2 ? 1 : order;
+}
+
 /** Options of one rendering of the agent list. */
 export interface TreeOptions {
   state: RunState;
@@ -74,9 +90,25 @@ export interface TreeOptions {
   sort: boolean;
   /** The status glyph or spinner of an agent. */
   glyph: (agent: AgentView) => string;
+  /**
+   * Lay the agents' rows out now (default). With false, agent lines come
+   * without their text, for `layOutLines` to lay out only those shown: with
+   * many agents, measuring every row's cells is most of a frame's work.
+   */
+  layout?: boolean | undefined;
+  /**
+   * With `fold` and `sort`: at most this many lines will be shown (`fitTree`'s
+   * `maxLines`). A parent's childless sub-agents past that many of one rank
+   * could never show, so they are counted in one line instead of listed
+   * (`hidden`): a fan-out of 100,000 makes a frame of a screen's worth.
+   */
+  limit?: number | undefined;
 }
 
-type Entry = { kind: 'agent'; agent: AgentView; guide: string } | { kind: 'fold'; text: string };
+type Entry =
+  | { kind: 'agent'; agent: AgentView; guide: string }
+  | { kind: 'fold'; text: string }
+  | { kind: 'hidden'; text: string; agents: number; running: number };
 
 /** Sub-agents per role (roots not counted). */
 export function roleCounts(state: RunState): Map<string, number> {
@@ -114,19 +146,49 @@ export function treeLines(options: TreeOptions): TreeLine[] {
       agent,
       guide: isRoot ? '' : `${prefix}${isLast ? '└─ ' : '├─ '}`,
     });
+    // Most agents of a large fan-out are leaves: nothing below them to gather.
+    if (agent.children.length === 0) return;
     const childPrefix = isRoot ? '' : `${prefix}${isLast ? '   ' : '│  '}`;
-    let children = agent.children
-      .map((child) => state.agents.get(child))
-      .filter((child): child is AgentView => child !== undefined);
+    let children: AgentView[] = [];
+    for (const id of agent.children) {
+      const child = state.agents.get(id);
+      if (child !== undefined) children.push(child);
+    }
     if (options.sort) {
-      const rank = new Map(children.map((child) => [child, agentRank(child, isRare(child))]));
-      children = [...children].sort((a, b) => (rank.get(a) ?? 0) - (rank.get(b) ?? 0));
+      // Ranks are 0-3: one stable pass per rank instead of a comparison sort.
+      const byRank: AgentView[][] = [[], [], [], []];
+      for (const child of children) byRank[agentRank(child, isRare(child))]?.push(child);
+      children = byRank.flat();
     }
     const folded = options.fold ? children.filter(foldable) : [];
-    const shown = children.filter((child) => !folded.includes(child));
+    const foldedSet = new Set(folded);
+    const shown =
+      folded.length === 0 ? children : children.filter((child) => !foldedSet.has(child));
+    // Childless agents listed so far per fitTree rank, and those left out past the limit.
+    const limit = options.fold && options.sort ? options.limit : undefined;
+    const listed = [0, 0, 0, 0];
+    let left = 0;
+    let leftRunning = 0;
     shown.forEach((child, index) => {
+      if (limit !== undefined && child.children.length === 0 && !isRare(child)) {
+        const rank = fitRank(child);
+        if ((listed[rank] ?? 0) >= limit) {
+          left += 1;
+          if (child.status === 'running') leftRunning += 1;
+          return;
+        }
+        listed[rank] = (listed[rank] ?? 0) + 1;
+      }
       visit(child, childPrefix, index === shown.length - 1 && folded.length === 0, false);
     });
+    if (left > 0) {
+      entries.push({
+        kind: 'hidden',
+        text: cutToWidth(p.dim(`${childPrefix}└─ … ${left} more`), width),
+        agents: left,
+        running: leftRunning,
+      });
+    }
     if (folded.length > 0) {
       const completed = folded.filter((child) => child.status === 'completed').length;
       const cancelled = folded.length - completed;
@@ -148,21 +210,38 @@ export function treeLines(options: TreeOptions): TreeLine[] {
     const agent = state.agents.get(root);
     if (agent !== undefined) visit(agent, '', index === state.roots.length - 1, true);
   });
-  const agentEntries = entries.filter(
-    (entry): entry is Extract<Entry, { kind: 'agent' }> => entry.kind === 'agent',
-  );
-  const rows = rowsFor(
-    agentEntries.map((entry) => ({ agent: entry.agent, lead: p.dim(entry.guide) })),
-    options,
-  );
-  return entries.map((entry): TreeLine => {
+  const lines = entries.map((entry): TreeLine => {
     if (entry.kind === 'fold') return { text: entry.text, agent: undefined, keep: true };
+    if (entry.kind === 'hidden') {
+      const hidden = { agents: entry.agents, running: entry.running };
+      return { text: entry.text, agent: undefined, keep: false, hidden };
+    }
     return {
-      text: rows.get(entry.agent) ?? '',
+      text: '',
       agent: entry.agent,
       keep: entry.agent.parentId === undefined || isRare(entry.agent),
+      lead: entry.guide,
     };
   });
+  return options.layout === false ? lines : layOutLines(lines, options);
+}
+
+/**
+ * Lays out the agent lines of `lines` (made with `layout: false`) together,
+ * one column plan for all of them; other lines are kept as they are.
+ */
+export function layOutLines(lines: readonly TreeLine[], options: TreeOptions): TreeLine[] {
+  const rows = rowsFor(
+    lines.flatMap((line) =>
+      line.agent === undefined
+        ? []
+        : [{ agent: line.agent, lead: line.lead ? options.palette.dim(line.lead) : '' }],
+    ),
+    options,
+  );
+  return lines.map((line) =>
+    line.agent === undefined ? line : { ...line, text: rows.get(line.agent) ?? '' },
+  );
 }
 
 /** A flat list of the agents that pass `filter`, in rank order (no tree guides). */
@@ -175,11 +254,8 @@ export function filteredLines(options: TreeOptions, filter: AgentFilter): TreeLi
       agent.parentId !== undefined && (counts.get(agent.role ?? '?') ?? 0) <= RARE_ROLE_AGENTS,
     );
   agents.sort((a, b) => rank(a) - rank(b));
-  const rows = rowsFor(
-    agents.map((agent) => ({ agent, lead: '' })),
-    options,
-  );
-  return agents.map((agent) => ({ text: rows.get(agent) ?? '', agent, keep: false }));
+  const lines = agents.map((agent): TreeLine => ({ text: '', agent, keep: false, lead: '' }));
+  return options.layout === false ? lines : layOutLines(lines, options);
 }
 
 // The rows of `agents` laid out together (one column plan for all).
@@ -229,10 +305,10 @@ export function fitTree(
   if (lines.length <= maxLines) return [...lines];
   const budget = Math.max(maxLines - 1, 0);
   const rank = (line: TreeLine): number => {
+    // A line for agents left out is never shown: they are counted with the rest hidden.
+    if (line.hidden !== undefined) return 4;
     if (line.keep || line.agent === undefined) return -1;
-    const order = agentRank(line.agent, false);
-    // Idle before failed here: a failure is listed in the failures section anyway.
-    return order === 1 ? 2 : order === 2 ? 1 : order;
+    return fitRank(line.agent);
   };
   const kept = new Set<TreeLine>();
   for (const level of [-1, 0, 1, 2, 3]) {
@@ -241,13 +317,18 @@ export function fitTree(
       if (rank(line) === level) kept.add(line);
     }
   }
-  const hidden = lines.filter((line) => !kept.has(line));
-  const running = hidden.filter((line) => line.agent?.status === 'running').length;
+  let hidden = 0;
+  let running = 0;
+  for (const line of lines) {
+    if (kept.has(line)) continue;
+    hidden += line.hidden?.agents ?? 1;
+    running += line.hidden?.running ?? (line.agent?.status === 'running' ? 1 : 0);
+  }
   return [
     ...lines.filter((line) => kept.has(line)),
     {
       text: palette.dim(
-        cutToWidth(`… ${hidden.length} more not shown (${running} running)${hint}`, width),
+        cutToWidth(`… ${hidden} more not shown (${running} running)${hint}`, width),
       ),
       agent: undefined,
       keep: true,

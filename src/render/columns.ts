@@ -43,8 +43,11 @@ const MIN_PROGRESS = 12;
  * longest text (at most MAX_ACTIVITY) and the progress note takes what is left.
  */
 export function planColumns(rows: readonly RowCells[], width: number): ColumnPlan {
-  const natural = (key: keyof RowCells): number =>
-    Math.max(0, ...rows.map((row) => displayWidth(row[key])));
+  const natural = (key: keyof RowCells): number => {
+    let widest = 0;
+    for (const row of rows) widest = Math.max(widest, displayWidth(row[key]));
+    return widest;
+  };
   const left = Math.min(natural('left'), Math.max(12, Math.floor(width * 0.45)));
   const tokens = natural('tokens');
   const time = natural('time');

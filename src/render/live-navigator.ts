@@ -216,9 +216,16 @@ export class LiveNavigator {
   /**
    * The list window: `lines` (every agent in order) scrolled so the selected
    * agent shows, with a marker and reverse video on it and counts of what is
-   * above and below. Remembers the order for the next key.
+   * above and below. Remembers the order for the next key. `layOut` makes
+   * the text of the lines shown (lines made without it, see TreeOptions.layout).
    */
-  window(lines: readonly TreeLine[], maxLines: number, width: number, palette: Palette): string[] {
+  window(
+    lines: readonly TreeLine[],
+    maxLines: number,
+    width: number,
+    palette: Palette,
+    layOut: (shown: readonly TreeLine[]) => readonly TreeLine[] = (shown) => shown,
+  ): string[] {
     this.#ids = lines.flatMap((line) => (line.agent === undefined ? [] : [line.agent.id]));
     if (this.selected !== undefined && !this.#ids.includes(this.selected)) {
       this.selected = this.#ids[0];
@@ -235,7 +242,7 @@ export class LiveNavigator {
     if (lines.length <= maxLines) {
       this.#page = maxLines;
       this.#listTop = 0;
-      return lines.map(mark);
+      return layOut(lines).map(mark);
     }
     const visible = Math.max(maxLines - 2, 1);
     this.#page = visible;
@@ -247,7 +254,7 @@ export class LiveNavigator {
     const below = lines.length - this.#listTop - visible;
     return [
       palette.dim(this.#listTop > 0 ? `  ↑ ${this.#listTop} more` : ''),
-      ...lines.slice(this.#listTop, this.#listTop + visible).map(mark),
+      ...layOut(lines.slice(this.#listTop, this.#listTop + visible)).map(mark),
       palette.dim(below > 0 ? `  ↓ ${below} more` : ''),
     ];
   }

@@ -2,7 +2,7 @@ import type { AgentEvent } from '../events/schema.js';
 import { totalTokens } from '../model/types.js';
 import { createRedactor } from '../util/redact.js';
 import { TranscriptStore } from './agent-transcript.js';
-import { filteredLines, fitTree, type TreeLine, treeLines } from './agent-tree.js';
+import { filteredLines, fitTree, layOutLines, type TreeLine, treeLines } from './agent-tree.js';
 import { finalAnswerBlock } from './answer.js';
 import { chatLayout } from './chat-layout.js';
 import { fitParts } from './columns.js';
@@ -80,6 +80,8 @@ export class LiveRenderer implements EventRenderer {
   #timer: NodeJS.Timeout | undefined;
   #dirty = false;
   #finished = false;
+  // No timer frame before this (performance.now()): see draw().
+  #restUntil = 0;
 
   constructor(options: LiveRendererOptions) {
     this.#output = options.output;
@@ -142,8 +144,13 @@ export class LiveRenderer implements EventRenderer {
 
   /** Draws one frame now. */
   draw(): void {
+    const started = performance.now();
     this.#dirty = false;
     this.#frames.render(this.frame().map(this.#redact));
+    // The view takes at most a tenth of the main thread, which also runs the agents' events:
+    // after a frame that took long (tens of thousands of agents), the timer waits nine times as long.
+    const ended = performance.now();
+    this.#restUntil = ended + (ended - started) * 9;
   }
 
   finish(): void {
@@ -208,20 +215,31 @@ export class LiveRenderer implements EventRenderer {
       now: this.#time(),
       glyph: (agent: AgentView) => this.#glyph(agent),
     };
+    // Rows are laid out only for the lines that show (see TreeOptions.layout).
     if (navigator?.browsing === true) {
       // Browsing: every agent, unfolded, in a window that follows the selection.
-      const inner = { ...options, width: width - 2, fold: false };
+      const inner = { ...options, width: width - 2, fold: false, layout: false };
       const filter = navigator.filter;
       const lines =
         filter.kind === 'all'
           ? treeLines({ ...inner, sort: this.state.agents.size > maxLines })
           : filteredLines({ ...inner, sort: true }, filter);
-      return navigator.window(lines, maxLines, width, this.#palette);
+      return navigator.window(lines, maxLines, width, this.#palette, (shown) =>
+        layOutLines(shown, { ...inner, sort: false }),
+      );
     }
-    let lines: TreeLine[] = treeLines({ ...options, width, fold: false, sort: false });
-    if (lines.length > maxLines) lines = treeLines({ ...options, width, fold: true, sort: true });
+    const inner = { ...options, width, layout: false };
+    // Unfolded, the list has a line per agent: past the room, go straight to the folded one.
+    let lines: TreeLine[] =
+      this.state.agents.size > maxLines ? [] : treeLines({ ...inner, fold: false, sort: false });
+    if (lines.length === 0 || lines.length > maxLines)
+      lines = treeLines({ ...inner, fold: true, sort: true, limit: maxLines - 1 });
     const hint = navigator === undefined ? '' : ' · ↓ browses them all';
-    const fitted = fitTree(lines, maxLines, this.#palette, width, hint);
+    const fitted = layOutLines(fitTree(lines, maxLines, this.#palette, width, hint), {
+      ...inner,
+      fold: false,
+      sort: false,
+    });
     if (navigator !== undefined) navigator.window(fitted, fitted.length, width, this.#palette);
     return fitted.map((line) => line.text);
   }
@@ -279,9 +297,9 @@ export class LiveRenderer implements EventRenderer {
    */
   #failureLines(width: number, maxLines: number): string[] {
     const p = this.#palette;
-    const failed = [...this.state.agents.values()].filter(
-      (agent) => agent.status === 'failed' || agent.status === 'timed_out',
-    );
+    const failed: AgentView[] = [];
+    for (const agent of this.state.agents.values())
+      if (agent.status === 'failed' || agent.status === 'timed_out') failed.push(agent);
     if (failed.length === 0) return [];
     const lines: string[] = [];
     const shown = failed.slice(-maxLines);
@@ -308,6 +326,7 @@ export class LiveRenderer implements EventRenderer {
   }
 
   #tick(): void {
+    if (performance.now() < this.#restUntil) return;
     // The spinner and elapsed times move while anything runs, so redraw then too.
     if (this.#dirty || this.#frames.resized || this.state.countByStatus().running > 0) {
       this.draw();

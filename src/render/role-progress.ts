@@ -23,10 +23,19 @@ export interface RoleProgress {
  * finished, and once all have.
  */
 export function estimateRemainingMs(agents: readonly AgentView[], now: number): number | undefined {
-  const finished = agents.filter((agent) => agent.status !== 'running').length;
-  const remaining = agents.length - finished;
+  let finished = 0;
+  let first = Number.POSITIVE_INFINITY;
+  // One pass, no spread: a role may have 100,000 agents, past the arguments a call can take.
+  for (const agent of agents) {
+    if (agent.status !== 'running') finished += 1;
+    if (agent.startTs < first) first = agent.startTs;
+  }
+  return etaOf(agents.length, finished, first, now);
+}
+
+function etaOf(total: number, finished: number, first: number, now: number): number | undefined {
+  const remaining = total - finished;
   if (finished === 0 || remaining === 0) return undefined;
-  const first = Math.min(...agents.map((agent) => agent.startTs));
   const elapsed = now - first;
   if (elapsed <= 0) return undefined;
   return (remaining * elapsed) / finished;
@@ -34,30 +43,38 @@ export function estimateRemainingMs(agents: readonly AgentView[], now: number): 
 
 /** Progress of each sub-agent role, in the order roles first appeared. */
 export function roleProgress(state: RunState, now: number): RoleProgress[] {
-  const byRole = new Map<string, AgentView[]>();
+  // One pass over the agents (a frame of the live view asks for this every time it draws).
+  const byRole = new Map<string, RoleProgress & { first: number }>();
   for (const agent of state.agents.values()) {
     if (agent.parentId === undefined) continue;
     const role = agent.role ?? '?';
-    let list = byRole.get(role);
-    if (list === undefined) {
-      list = [];
-      byRole.set(role, list);
+    let progress = byRole.get(role);
+    if (progress === undefined) {
+      progress = {
+        role,
+        total: 0,
+        running: 0,
+        completed: 0,
+        failed: 0,
+        cancelled: 0,
+        tokens: 0,
+        etaMs: undefined,
+        first: Number.POSITIVE_INFINITY,
+      };
+      byRole.set(role, progress);
     }
-    list.push(agent);
+    progress.total += 1;
+    if (agent.status === 'running') progress.running += 1;
+    else if (agent.status === 'completed') progress.completed += 1;
+    else if (agent.status === 'cancelled') progress.cancelled += 1;
+    else progress.failed += 1;
+    progress.tokens += totalTokens(agent.usage);
+    if (agent.startTs < progress.first) progress.first = agent.startTs;
   }
-  return [...byRole.entries()].map(([role, agents]) => {
-    const count = (test: (agent: AgentView) => boolean): number => agents.filter(test).length;
-    return {
-      role,
-      total: agents.length,
-      running: count((agent) => agent.status === 'running'),
-      completed: count((agent) => agent.status === 'completed'),
-      failed: count((agent) => agent.status === 'failed' || agent.status === 'timed_out'),
-      cancelled: count((agent) => agent.status === 'cancelled'),
-      tokens: agents.reduce((sum, agent) => sum + totalTokens(agent.usage), 0),
-      etaMs: estimateRemainingMs(agents, now),
-    };
-  });
+  return [...byRole.values()].map(({ first, ...progress }) => ({
+    ...progress,
+    etaMs: etaOf(progress.total, progress.total - progress.running, first, now),
+  }));
 }
 
 const BAR_WIDTH = 12;

@@ -88,3 +88,26 @@ describe('role progress', () => {
     expect(first).toMatch(/^researcher /);
   });
 });
+
+describe('role progress of a very large fan-out', () => {
+  it('counts 150,000 agents of one role (past the arguments a spread call can take)', () => {
+    const state = new RunState();
+    const factory = new EventFactory();
+    state.apply(factory.make('coordinator', { type: 'run.started', task: 't' }));
+    for (let i = 1; i <= 150_000; i++) {
+      state.apply(
+        factory.make(
+          `researcher-${i}`,
+          i % 2 === 0
+            ? { type: 'agent.finished', status: 'completed' }
+            : { type: 'agent.spawned', task: 'x' },
+          { parentId: 'coordinator', role: 'researcher', advanceMs: 0 },
+        ),
+      );
+    }
+    const [researchers] = roleProgress(state, state.lastTs + 60_000);
+    expect(researchers).toMatchObject({ role: 'researcher', total: 150_000, completed: 75_000 });
+    expect(researchers?.running).toBe(75_000);
+    expect(researchers?.etaMs).toBeGreaterThan(0);
+  });
+});

@@ -1,3 +1,4 @@
+import stringWidth from 'string-width';
 import { describe, expect, it } from 'vitest';
 import {
   agentColour,
@@ -19,6 +20,73 @@ describe('displayWidth', () => {
     expect(displayWidth('ab')).toBe(2);
     expect(displayWidth('✅ ok')).toBe(5);
     expect(displayWidth(createPalette(true).red('red'))).toBe(3);
+  });
+
+  it('agrees with string-width on text mixing ASCII, ANSI, symbols, CJK, emoji and combining marks', () => {
+    // The plain-text path sums characters; anything that may join its neighbours goes to string-width.
+    const p = createPalette(true);
+    const pieces = [
+      'a',
+      'Z',
+      '7',
+      ' ',
+      '~',
+      '·',
+      '…',
+      '›',
+      '↑',
+      '↓',
+      'Σ',
+      'é',
+      '×',
+      '─',
+      '├',
+      '└',
+      '│',
+      '█',
+      '░',
+      '◌',
+      '▸',
+      '⊘',
+      '✔',
+      '✖',
+      '⏱',
+      '⠋',
+      '⠏',
+      '©',
+      '®',
+      '\u00ad',
+      '↔',
+      '◾',
+      '漢',
+      '字',
+      '😀',
+      '👍🏽',
+      '👨‍👩‍👧',
+      '\u0301',
+      '\ufe0f',
+      '\u200d',
+      '\u200b',
+      '\t',
+      '\n',
+      '\u0007',
+      p.red('x'),
+      p.dim('sk'),
+      '\u001b[0m',
+      '\u009b31m',
+    ];
+    let seed = 12345;
+    const next = (): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed / 2147483648;
+    };
+    for (let round = 0; round < 3000; round += 1) {
+      let text = '';
+      const length = Math.floor(next() * 12);
+      for (let index = 0; index < length; index += 1)
+        text += pieces[Math.floor(next() * pieces.length)];
+      expect(displayWidth(text), JSON.stringify(text)).toBe(stringWidth(text));
+    }
   });
 });
 
