@@ -999,7 +999,7 @@ function scaleSection(n: number): ScaleMeasurement {
   );
   const result = JSON.parse(output.trim().split('\n').at(-1) ?? '{}') as ScaleMeasurement;
   console.log(
-    `\nfan-out N=${n.toLocaleString('en-US')}, cold: wall/ideal ${(result.wallMs / IDEAL_MS).toFixed(2)}, CPU ${(result.cpuMs / n).toFixed(3)} ms/agent, peak RSS ${result.peakRssMiB.toFixed(0)} MiB (${result.rssKiBPerAgent.toFixed(1)} KiB per agent), spawn loop ${result.spawnLoopMs.toFixed(0)} ms; ${result.events.toLocaleString('en-US')} events, trace ${(result.traceBytes / 2 ** 20).toFixed(0)} MiB at ${result.traceUsPerEvent.toFixed(2)} µs per event on the main thread; agents not finished exactly once: ${result.finishedWrong}`,
+    `\nfan-out N=${n.toLocaleString('en-US')}, cold: wall/ideal ${(result.wallMs / IDEAL_MS).toFixed(2)}, CPU ${(result.cpuMs / n).toFixed(3)} ms/agent, peak RSS ${result.peakRssMiB.toFixed(0)} MiB (${result.rssKiBPerAgent.toFixed(1)} KiB per agent), spawn loop ${result.spawnLoopMs.toFixed(0)} ms; ${result.events.toLocaleString('en-US')} events, trace ${(result.traceBytes / 2 ** 20).toFixed(0)} MiB at ${result.traceUsPerEvent.toFixed(2)} µs per event on the main thread; agents not finished exactly once: ${result.finishedWrong}; live view ${result.liveUsPerEvent.toFixed(2)} µs per event, ${result.liveFrames} frames (median ${result.liveFrameMsMedian.toFixed(1)} ms, longest ${result.liveFrameMsMax.toFixed(0)} ms, longest gap ${result.liveFrameGapMsMax.toFixed(0)} ms)`,
   );
   return result;
 }

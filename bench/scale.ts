@@ -4,12 +4,14 @@ import { join } from 'node:path';
 import { EventBus } from '../src/events/bus.js';
 import { TraceWriter } from '../src/events/trace.js';
 import type { Script } from '../src/model/script.js';
+import { LiveRenderer } from '../src/render/live.js';
 import type { AnyRole } from '../src/roles/role.js';
 import { Runtime } from '../src/runtime/runtime.js';
 
 /**
  * One fan-out of `n` sub-agents, cold (after one 2-agent warm-up), as
- * `troupe run` would host it: the run's trace writer on the bus. Checks that
+ * `troupe run` would host it on a terminal: the run's trace writer and the
+ * interactive live view (120 x 40, its output counted) on the bus. Checks that
  * every agent finished exactly once, and measures what the trace costs per
  * event (time inside the writer on the main thread) and what an agent costs
  * in memory (RSS growth over the run, per agent).
@@ -29,6 +31,13 @@ export interface ScaleMeasurement {
   traceUsPerEvent: number;
   /** Agents that finished more than once or never (must be 0). */
   finishedWrong: number;
+  /** Main-thread time inside the live view's event handler, per event. */
+  liveUsPerEvent: number;
+  /** Frames the live view drew during the run, their median and longest time, and the longest gap between two. */
+  liveFrames: number;
+  liveFrameMsMedian: number;
+  liveFrameMsMax: number;
+  liveFrameGapMsMax: number;
 }
 
 export async function scaleFanout(
@@ -41,12 +50,38 @@ export async function scaleFanout(
   const bus = new EventBus();
   const trace = new TraceWriter(join(workspace, 'run', 'trace.jsonl'));
   let traceNs = 0n;
+  let liveNs = 0n;
   let events = 0;
   const finished = new Map<string, number>();
+  const screen = { isTTY: true, columns: 120, rows: 40, bytes: 0 };
+  const live = new LiveRenderer({
+    output: {
+      ...screen,
+      write: (text: string) => {
+        screen.bytes += text.length;
+      },
+    },
+    color: true,
+    actions: { stop: () => undefined, cancel: () => undefined },
+  });
+  // Frames as the view's timer draws them: their times, and when each ended.
+  const frames: number[] = [];
+  const frameEnds: number[] = [];
+  const draw = live.draw.bind(live);
+  live.draw = () => {
+    const started = performance.now();
+    draw();
+    const ended = performance.now();
+    frameEnds.push(ended);
+    frames.push(ended - started);
+  };
   bus.onAny((event) => {
     const started = process.hrtime.bigint();
     trace.write(event);
-    traceNs += process.hrtime.bigint() - started;
+    const written = process.hrtime.bigint();
+    live.handle(event);
+    liveNs += process.hrtime.bigint() - written;
+    traceNs += written - started;
     events += 1;
     if (event.type === 'agent.finished')
       finished.set(event.agentId, (finished.get(event.agentId) ?? 0) + 1);
@@ -67,6 +102,10 @@ export async function scaleFanout(
     finished.clear();
     events = 0;
     traceNs = 0n;
+    liveNs = 0n;
+    frames.length = 0;
+    frameEnds.length = 0;
+    live.start();
     (globalThis as { gc?: () => void }).gc?.();
     const rssBefore = process.memoryUsage.rss();
     const cpu = process.cpuUsage();
@@ -77,6 +116,7 @@ export async function scaleFanout(
     const spawnLoopMs = performance.now() - started;
     const results = await Promise.all(refs);
     const wallMs = performance.now() - started;
+    live.finish();
     const used = process.cpuUsage(cpu);
     const peakRssMiB = process.resourceUsage().maxRSS / 1024;
     const failed = results.filter((result) => result.status !== 'completed');
@@ -96,10 +136,26 @@ export async function scaleFanout(
       traceBytes: statSync(trace.path).size,
       traceUsPerEvent: Number(traceNs) / 1000 / Math.max(1, events),
       finishedWrong,
+      liveUsPerEvent: Number(liveNs) / 1000 / Math.max(1, events),
+      liveFrames: frames.length,
+      liveFrameMsMedian: median(frames),
+      liveFrameMsMax: Math.max(0, ...frames),
+      liveFrameGapMsMax: frameEnds.reduce(
+        (gap, end, index) =>
+          Math.max(gap, index === 0 ? end - started : end - (frameEnds[index - 1] ?? end)),
+        0,
+      ),
     };
   } finally {
+    live.finish();
     await runtime.close();
     trace.close();
     rmSync(workspace, { recursive: true, force: true });
   }
+}
+
+function median(values: readonly number[]): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
 }

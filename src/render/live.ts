@@ -32,7 +32,20 @@ import {
 
 const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 const SPINNER_FRAME_MS = 80;
-const MAX_LOG_ENTRIES = 200;
+/** Recent events kept for the log at the bottom of the view (formatted only when drawn). */
+const MAX_LOG_EVENTS = 200;
+/** The events that make log lines (see #logEntries and chatLayout; a response only with thinking). */
+const LOGGED: ReadonlySet<AgentEvent['type']> = new Set([
+  'agent.spawned',
+  'agent.finished',
+  'message.received',
+  'run.finished',
+  'model.response',
+  'tool.call',
+  'tool.result',
+  'warning.raised',
+  'history.compressed',
+]);
 
 /** Options for a LiveRenderer. */
 export interface LiveRendererOptions {
@@ -74,7 +87,9 @@ export class LiveRenderer implements EventRenderer {
   readonly #now: () => number;
   readonly #intervalMs: number;
   readonly #model: string | undefined;
-  readonly #log: string[] = [];
+  // The last MAX_LOG_EVENTS events, a ring: #logNext is where the next goes.
+  readonly #recent: AgentEvent[] = [];
+  #logNext = 0;
   readonly #transcripts = new TranscriptStore();
   readonly #navigator: LiveNavigator | undefined;
   #timer: NodeJS.Timeout | undefined;
@@ -184,7 +199,7 @@ export class LiveRenderer implements EventRenderer {
     const room = Math.max(rows - 3 - logHeight - failures.length - footer.length, 2);
     const roles = this.#roleLines(width, room);
     const treeHeight = Math.max(room - roles.length, 2);
-    const log = this.#log.slice(-logHeight).map((line) => cutToWidth(line, width));
+    const log = this.#logLines(logHeight).map((line) => cutToWidth(line, width));
     return [
       this.#header(width),
       ...roles,
@@ -383,7 +398,27 @@ export class LiveRenderer implements EventRenderer {
     }
   }
 
+  // Events only go into the ring: the few lines a frame shows are made when it is drawn
+  // (formatting every event cost the main thread more than the trace's writing, per event).
   #appendLog(event: AgentEvent): void {
+    if (!LOGGED.has(event.type)) return;
+    if (event.type === 'model.response' && (event.thinking ?? '').trim() === '') return;
+    this.#recent[this.#logNext % MAX_LOG_EVENTS] = event;
+    this.#logNext += 1;
+  }
+
+  /** The last `count` lines of the log, from the most recent events. */
+  #logLines(count: number): string[] {
+    const lines: string[] = [];
+    const oldest = Math.max(0, this.#logNext - MAX_LOG_EVENTS);
+    for (let index = this.#logNext - 1; index >= oldest && lines.length < count; index -= 1) {
+      const event = this.#recent[index % MAX_LOG_EVENTS];
+      if (event !== undefined) lines.unshift(...this.#logEntries(event));
+    }
+    return lines.slice(-count);
+  }
+
+  #logEntries(event: AgentEvent): string[] {
     const p = this.#palette;
     const entries: string[] = [];
     const lines = chatLayout(event);
@@ -407,7 +442,6 @@ export class LiveRenderer implements EventRenderer {
       const text = `${p.dim(event.agentId.padEnd(14))} ${line.trimStart()}`;
       entries.push(line.includes('❌') ? p.red(text) : text);
     }
-    this.#log.push(...entries.map((entry) => cutToWidth(entry, 400)));
-    if (this.#log.length > MAX_LOG_ENTRIES) this.#log.splice(0, this.#log.length - MAX_LOG_ENTRIES);
+    return entries.map((entry) => cutToWidth(entry, 400));
   }
 }

@@ -44,6 +44,31 @@ describe('LiveRenderer', () => {
     vi.useRealTimers();
   });
 
+  it('keeps showing the last log lines while events that make none stream in', () => {
+    const factory = new EventFactory();
+    const output = new FakeTerminal({ isTTY: true, columns: 120, rows: 24 });
+    const renderer = new LiveRenderer({ output, env: {}, color: false, now: () => factory.ts });
+    const envelope = { parentId: 'coordinator', role: 'researcher', advanceMs: 1 };
+    renderer.handle(factory.make('coordinator', { type: 'run.started', task: 'fan out' }));
+    renderer.handle(factory.make('researcher-1', { type: 'agent.spawned', task: 't' }, envelope));
+    renderer.handle(
+      factory.make(
+        'researcher-1',
+        { type: 'tool.call', callId: 'c1', name: 'read_file', input: { path: 'notes.md' } },
+        envelope,
+      ),
+    );
+    // A long streamed reply: hundreds of deltas, none of them a log line.
+    for (let i = 0; i < 600; i++) {
+      renderer.handle(
+        factory.make('researcher-1', { type: 'model.delta', kind: 'text', text: 'x' }, envelope),
+      );
+    }
+    const log = renderer.frame().slice(-4).join('\n');
+    expect(log).toMatch(/researcher-1 +🤔 read_file\(\{"path":"notes.md"\}\)/);
+    expect(log).toContain('▸ researcher-1 started: t');
+  });
+
   it('draws the agent tree with status, activity, tokens and subtree totals while agents run', () => {
     const events = sampleRun();
     const output = new FakeTerminal({ isTTY: true, columns: 150, rows: 30 });
