@@ -38,6 +38,8 @@ export interface ScaleMeasurement {
   liveFrameMsMedian: number;
   liveFrameMsMax: number;
   liveFrameGapMsMax: number;
+  /** When each frame ended, ms after the first spawn. */
+  liveFrameEndsMs: number[];
 }
 
 export async function scaleFanout(
@@ -140,6 +142,7 @@ export async function scaleFanout(
       liveFrames: frames.length,
       liveFrameMsMedian: median(frames),
       liveFrameMsMax: Math.max(0, ...frames),
+      liveFrameEndsMs: frameEnds.map((end) => Math.round(end - started)),
       liveFrameGapMsMax: frameEnds.reduce(
         (gap, end, index) =>
           Math.max(gap, index === 0 ? end - started : end - (frameEnds[index - 1] ?? end)),

@@ -1,9 +1,11 @@
+import type { EventLoopUtilization } from 'node:perf_hooks';
 import type { MessagePort } from 'node:worker_threads';
 import type { CompressionSetting } from '../../agent/history.js';
 import type { JournalEntry } from '../../agent/journal.js';
 import type { TroupeError } from '../../errors.js';
 import type { ModelSpec } from '../../model/model.js';
 import { type AnyRole, toRoleSpec } from '../../roles/role.js';
+import { Fifo } from '../../util/fifo.js';
 import type { HostWireItem, MainToWorkerInput } from '../wire/protocol.js';
 import type { Transport } from '../wire/transport.js';
 import type { ActorRecord } from './actor.js';
@@ -39,7 +41,8 @@ const SATURATED = 0.9;
  * A host's room is `maxPerHost` when the transport cannot say how busy its
  * hosts are. When it can, a host's room starts at FIRST_ROOM and grows, up
  * to `maxPerHost`, each time the scheduler finds the host full with actors
- * waiting and its event loop not saturated (by up to four times, in
+ * waiting and neither its event loop nor the main thread's (which every
+ * actor's events cross) was saturated since the last look (by up to four times, in
  * proportion to the time it had to spare). Actors waiting on slow
  * models leave a thread idle, so its room grows within a few looks to what
  * they need; a thread busy every moment gains nothing from more actors at
@@ -53,7 +56,7 @@ export class Scheduler {
   readonly #maxPerHost: number;
   // The run's history compression, under each role's own (toRoleSpec merges them).
   readonly #compression: CompressionSetting | undefined;
-  readonly #queue: ActorRecord[] = [];
+  readonly #queue = new Fifo<ActorRecord>();
   readonly #load = new Map<number, number>();
   readonly #roleKeys = new WeakMap<AnyRole, string>();
   readonly #modelKeys = new WeakMap<object, string>();
@@ -67,6 +70,8 @@ export class Scheduler {
   // Per host: when it was first found full with actors waiting (its busy figure counts from then).
   readonly #fullSince = new Map<number, number>();
   #look: NodeJS.Timeout | undefined;
+  // The main thread's event-loop use when the pending look was set (see #grow).
+  #mainSince: EventLoopUtilization | undefined;
   #closed = false;
 
   constructor(
@@ -79,6 +84,15 @@ export class Scheduler {
     this.#events = events;
     this.#maxPerHost = maxPerHost;
     this.#compression = compression;
+  }
+
+  // How busy the main thread was since the pending look was set (event-loop utilisation, 0 to 1).
+  #mainBusy(): number {
+    const since = this.#mainSince;
+    if (since === undefined) return 0;
+    return (
+      performance.eventLoopUtilization(performance.eventLoopUtilization(), since)?.utilization ?? 0
+    );
   }
 
   /** Actors waiting for a place. */
@@ -136,7 +150,7 @@ export class Scheduler {
 
   /** Removes and returns every queued actor (when no host will ever come). */
   drain(): ActorRecord[] {
-    return this.#queue.splice(0);
+    return this.#queue.drain();
   }
 
   /** Places queued actors while some host has room. */
@@ -166,6 +180,7 @@ export class Scheduler {
     if (this.#look !== undefined || this.#closed || this.#transport.busy === undefined) return;
     const hosts = this.#transport.hosts();
     if (!hosts.some((hostId) => this.roomOf(hostId) < this.#maxPerHost)) return;
+    this.#mainSince = performance.eventLoopUtilization();
     this.#look = setTimeout(() => {
       this.#look = undefined;
       this.#grow();
@@ -177,6 +192,9 @@ export class Scheduler {
   // figure covers its last heartbeat's window: only one that began after it was full counts.
   #grow(): void {
     const now = performance.now();
+    // Every actor's events cross the main thread: while it is saturated, more actors at once
+    // would only wait there, in memory (100,000 at once held 1.5-2 GiB for no gain in time).
+    const mainBusy = this.#mainBusy();
     for (const hostId of this.#transport.hosts()) {
       const room = this.roomOf(hostId);
       if (room >= this.#maxPerHost || (this.#load.get(hostId) ?? 0) < room) {
@@ -190,7 +208,7 @@ export class Scheduler {
       }
       if (now - since < 2 * ROOM_LOOK_MS) continue;
       const busy = this.#transport.busy?.(hostId);
-      if (busy !== undefined && busy < SATURATED) {
+      if (busy !== undefined && busy < SATURATED && mainBusy < SATURATED) {
         // In proportion to the time it had to spare: a host idle 80% of the time takes four times as many.
         const factor = Math.min(4, Math.max(1.25, SATURATED / Math.max(busy, 0.01)));
         this.#room.set(hostId, Math.min(this.#maxPerHost, Math.ceil(room * factor)));

@@ -77,6 +77,30 @@ describe("a host's room", () => {
     await runtime.close();
   });
 
+  it('does not grow while the main thread, which every actor event crosses, is saturated', async () => {
+    // Real timers and the main thread's real event-loop use: hosts idle, the main thread first kept
+    // busy (a synchronous loop past two looks), then left idle.
+    const transport = fakeHosts(0.05);
+    const runtime = new Runtime({ ...base, transport, maxActorsPerThread: 3000 });
+    for (let index = 0; index < 7000; index += 1) runtime.spawn(role, `task ${index}`);
+    await Promise.resolve();
+    expect([...transport.starts.values()]).toEqual([FIRST_ROOM, FIRST_ROOM]);
+    for (let look = 0; look < 4; look += 1) {
+      const until = performance.now() + 150;
+      while (performance.now() < until) {
+        // Busy: the look timer can only run after this, and finds the main thread saturated.
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect([...transport.starts.values()]).toEqual([FIRST_ROOM, FIRST_ROOM]);
+    // Idle (the loop waits in its poll phase): the rooms grow within a few looks.
+    const grown = (): boolean =>
+      [...transport.starts.values()].every((count) => count > FIRST_ROOM);
+    while (!grown()) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(grown()).toBe(true);
+    await runtime.close();
+  });
+
   it('is maxActorsPerThread at once when the transport cannot say how busy its hosts are', async () => {
     const transport = fakeHosts(undefined);
     const { busy: _busy, ...blind } = transport;
