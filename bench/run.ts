@@ -21,6 +21,7 @@ import { ToolRegistry } from '../src/tools/registry.js';
 import { type ColdStartResult, coldStartField, measureColdStart } from './cold-start.js';
 import { compareBuilds, printComparison } from './compare.js';
 import { FAULT_KINDS, faultMixPlan, faultMixRoles, faultMixScript } from './fault-mix.js';
+import { liveFrame } from './live-frame.js';
 import { natsServerPath, startNatsCluster } from './nats.js';
 import { peersSection, type Spread, spreadOf } from './peers.js';
 import { type ScaleMeasurement, scaleFanout } from './scale.js';
@@ -56,6 +57,7 @@ type Case =
   | { kind: 'events'; actors: number; perActor: number }
   | { kind: 'isolation'; mode: 'thread' | 'pool' | 'mix'; n: number }
   | { kind: 'scale'; n: number }
+  | { kind: 'live-frame'; n: number }
   | { kind: 'journal'; journal: boolean; n: number }
   | { kind: 'journal-paired'; n: number; rounds: number }
   | { kind: 'nats'; n: number }
@@ -551,6 +553,8 @@ async function runCase(spec: Case): Promise<Measurement> {
       return natsFanout(spec.n);
     case 'otel':
       return otelFanout(spec.collector, spec.n);
+    case 'live-frame':
+      return liveFrame(spec.n) as never;
     case 'scale':
       return scaleFanout(spec.n, FANOUT, { bench: bencher, warm: quick }, toolModule) as never;
     case 'journal':
