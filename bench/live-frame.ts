@@ -18,19 +18,33 @@ export interface LiveFrameMeasurement {
   frameChars: number;
 }
 
-export function liveFrame(n: number, frames = 7): LiveFrameMeasurement {
-  const screen = { isTTY: true, columns: 120, rows: 40, chars: 0 };
+/**
+ * The interactive live view as `troupe run` shows it on a 120 x 40 colour
+ * terminal, its output only counted (`screen.chars`).
+ */
+export function countedLiveView(now?: () => number): {
+  live: LiveRenderer;
+  screen: { chars: number };
+} {
+  const screen = { chars: 0 };
   const live = new LiveRenderer({
     output: {
-      ...screen,
+      isTTY: true,
+      columns: 120,
+      rows: 40,
       write: (text: string) => {
         screen.chars += text.length;
       },
     },
     color: true,
-    now: () => 1_000_000,
+    now,
     actions: { stop: () => undefined, cancel: () => undefined },
   });
+  return { live, screen };
+}
+
+export function liveFrame(n: number, frames = 7): LiveFrameMeasurement {
+  const { live, screen } = countedLiveView(() => 1_000_000);
   let seq = 0;
   const event = (agentId: string, payload: Record<string, unknown>): AgentEvent =>
     ({

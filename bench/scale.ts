@@ -4,9 +4,10 @@ import { join } from 'node:path';
 import { EventBus } from '../src/events/bus.js';
 import { TraceWriter } from '../src/events/trace.js';
 import type { Script } from '../src/model/script.js';
-import { LiveRenderer } from '../src/render/live.js';
 import type { AnyRole } from '../src/roles/role.js';
 import { Runtime } from '../src/runtime/runtime.js';
+import { countedLiveView } from './live-frame.js';
+import { median } from './stats.js';
 
 /**
  * One fan-out of `n` sub-agents, cold (after one 2-agent warm-up), as
@@ -55,17 +56,7 @@ export async function scaleFanout(
   let liveNs = 0n;
   let events = 0;
   const finished = new Map<string, number>();
-  const screen = { isTTY: true, columns: 120, rows: 40, bytes: 0 };
-  const live = new LiveRenderer({
-    output: {
-      ...screen,
-      write: (text: string) => {
-        screen.bytes += text.length;
-      },
-    },
-    color: true,
-    actions: { stop: () => undefined, cancel: () => undefined },
-  });
+  const { live } = countedLiveView();
   // Frames as the view's timer draws them: their times, and when each ended.
   const frames: number[] = [];
   const frameEnds: number[] = [];
@@ -140,7 +131,7 @@ export async function scaleFanout(
       finishedWrong,
       liveUsPerEvent: Number(liveNs) / 1000 / Math.max(1, events),
       liveFrames: frames.length,
-      liveFrameMsMedian: median(frames),
+      liveFrameMsMedian: frames.length === 0 ? 0 : median(frames),
       liveFrameMsMax: Math.max(0, ...frames),
       liveFrameEndsMs: frameEnds.map((end) => Math.round(end - started)),
       liveFrameGapMsMax: frameEnds.reduce(
@@ -155,10 +146,4 @@ export async function scaleFanout(
     trace.close();
     rmSync(workspace, { recursive: true, force: true });
   }
-}
-
-function median(values: readonly number[]): number {
-  if (values.length === 0) return 0;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
 }

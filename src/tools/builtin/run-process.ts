@@ -236,6 +236,15 @@ function releaseThroughGate(
     report += text;
   });
   info.on('error', () => undefined);
+  // Nothing runs: bwrap is killed with its group (reading EOF on fd 4, it would go on).
+  const refuse = (reason: string): void => {
+    onRefused(reason);
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      child.kill('SIGKILL');
+    }
+  };
   info.on('end', () => {
     const sandboxPid = /"child-pid":\s*(\d+)/.exec(report)?.[1];
     if (sandboxPid === undefined) {
@@ -247,20 +256,12 @@ function releaseThroughGate(
     // pid may already name another process, which the gate must not move into the sandbox's
     // cgroup (whose release kills everything in it). Its parent is bwrap while it waits.
     if (child.exitCode !== null || child.signalCode !== null || parentPid(pid) !== child.pid) {
-      onRefused('the sandbox ended before its program started');
-      go.destroy();
+      refuse('the sandbox ended before its program started');
       return;
     }
     gate(pid).then(
       () => go.end('go'),
-      (error: unknown) => {
-        onRefused(errorMessage(error));
-        try {
-          if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-        } catch {
-          child.kill('SIGKILL');
-        }
-      },
+      (error: unknown) => refuse(errorMessage(error)),
     );
   });
 }

@@ -370,6 +370,7 @@ describe('runProcess', () => {
     fs.writeSync(3, JSON.stringify({ 'child-pid': own ? child.pid : Number(process.argv[1]) }));
     fs.closeSync(3);
     fs.readSync(4, Buffer.alloc(2));
+    process.stdout.write('program started');
     child?.kill();
   `;
   const gated = (reported: string, gate: (pid: number) => Promise<void>) =>
@@ -391,6 +392,7 @@ describe('runProcess', () => {
     });
     expect(result.refused).toBeUndefined();
     expect(result.exitCode).toBe(0);
+    expect(result.stdout).toBe('program started');
     expect(seen).toHaveLength(1);
   });
 
@@ -403,5 +405,7 @@ describe('runProcess', () => {
     });
     expect(seen).toEqual([]);
     expect(result.refused).toBe('the sandbox ended before its program started');
+    // Refused means nothing ran: the stand-in was killed before it could go on.
+    expect(result.stdout).toBe('');
   });
 });
