@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { troupeFileUrl } from '../util/package-files.js';
 import { defaultOutDir } from './default-out.js';
 
 /**
@@ -42,8 +43,15 @@ export interface HelpSnapshot {
   outputs: HelpEntry[];
 }
 
-/** Where `npm run build` writes the snapshot: beside this module, in dist/src/cli. */
-export const HELP_SNAPSHOT_URL = new URL('./help-snapshot.json', import.meta.url);
+/**
+ * Where `npm run build` writes the snapshot: in dist/src/cli, which the
+ * built module and the binary's bundle (dist/bundle) read. From source
+ * (vitest) it is beside this module, where there is none: the help comes
+ * from commander.
+ */
+export const HELP_SNAPSHOT_URL = import.meta.url.endsWith('.ts')
+  ? new URL('./help-snapshot.json', import.meta.url)
+  : troupeFileUrl('dist/src/cli/help-snapshot.json');
 
 // Commander's Help: items indent by 2, two spaces between term and
 // description, and no wrapping into less than 40 columns (`minWidthToWrap`).

@@ -1,4 +1,4 @@
-import { TroupeError } from '../errors.js';
+import { isTroupeError, TroupeError } from '../errors.js';
 import { checkRoleMcp, type McpServers, roleMcpAccess } from '../mcp/config.js';
 import { builtinToolNames, isBuiltinToolName } from '../tools/builtin-names.js';
 import { assertRoleGranted } from '../tools/permissions.js';
@@ -63,10 +63,9 @@ export class ToolIndex {
         this.#user = new Map(tools.map((tool) => [tool.name, tool]));
       },
       (error: unknown) => {
-        this.#loadError =
-          error instanceof TroupeError
-            ? error
-            : new TroupeError('usage.invalid_option', String(error));
+        this.#loadError = isTroupeError(error)
+          ? error
+          : new TroupeError('usage.invalid_option', String(error));
       },
     );
     return this.#loading;
@@ -106,9 +105,7 @@ export class ToolIndex {
         grants,
       );
     } catch (error) {
-      return error instanceof TroupeError
-        ? error
-        : new TroupeError('permission.denied', String(error));
+      return isTroupeError(error) ? error : new TroupeError('permission.denied', String(error));
     }
   }
 }

@@ -5,7 +5,7 @@ import {
   journalLine,
   journalLineEncoder,
 } from '../../agent/journal.js';
-import { errorMessage, serializeError, TroupeError } from '../../errors.js';
+import { errorMessage, isTroupeError, serializeError, TroupeError } from '../../errors.js';
 import { checkEvent } from '../../events/event-check.js';
 import type { UnsequencedEvent } from '../../events/schema.js';
 import type { McpRoleAccess } from '../../mcp/config.js';
@@ -168,10 +168,9 @@ export class ActorHost {
       const userNames = new Set(user.map((tool) => tool.name));
       tools = [...tools.filter((tool) => !userNames.has(tool.name)), ...user];
     } catch (error) {
-      loadError =
-        error instanceof TroupeError
-          ? error
-          : new TroupeError('usage.invalid_option', errorMessage(error), { cause: error });
+      loadError = isTroupeError(error)
+        ? error
+        : new TroupeError('usage.invalid_option', errorMessage(error), { cause: error });
     }
     if (options.state !== undefined) tools = namedTools(tools, options.state);
     // Loaded only by a run with MCP servers: most threads never need the MCP client code.

@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import type { ResourceLimits } from 'node:worker_threads';
 import { Piscina } from 'piscina';
+import { troupeFileUrl } from '../../util/package-files.js';
 
 /**
  * Starting the agent pool's threads before the runtime that uses them
@@ -10,7 +11,7 @@ import { Piscina } from 'piscina';
  * the threads as soon as it knows the command, while the main thread still
  * loads its own modules, and the run's LocalTransport adopts them.
  *
- * This module is kept light (piscina and Node built-ins only): it is loaded
+ * This module is kept light (piscina, Node built-ins and util/package-files only): it is loaded
  * first, before zod and the rest of troupe.
  */
 
@@ -40,14 +41,11 @@ export const DEFAULT_AGENT_THREAD_LIMITS: Readonly<ResourceLimits> = {
 };
 
 /**
- * The built worker entry. Workers load built JS: from source (tests run the
- * TypeScript files) it points into dist/, from dist it points next door.
+ * The built worker entry. Workers load built JS, so it is dist/'s from
+ * source (tests run the TypeScript files), as a library and from the bundles.
  */
 export function agentWorkerUrl(): URL {
-  const here = import.meta.url;
-  return here.endsWith('.ts')
-    ? new URL('../../../dist/workers/agent-entry.cjs', here)
-    : new URL('../../../workers/agent-entry.cjs', here);
+  return troupeFileUrl('dist/workers/agent-entry.cjs');
 }
 
 /**

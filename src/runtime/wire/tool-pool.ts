@@ -1,6 +1,7 @@
 import { MessageChannel, type MessagePort, receiveMessageOnPort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { type ErrorCode, errorMessage } from '../../errors.js';
+import { troupeFileUrl } from '../../util/package-files.js';
 import { Batcher } from './batcher.js';
 import {
   culpritMessage,
@@ -154,12 +155,9 @@ const GROW_EVERY_MS = 100;
 const GROW_BUSY = 600;
 const GROW_LOOKS = 3;
 
-/** The built tool-thread entry (from source it points into dist/, from dist next door). */
+/** The built tool-thread entry (dist/'s, from source and from the bundles alike). */
 export function toolWorkerUrl(): URL {
-  const here = import.meta.url;
-  return here.endsWith('.ts')
-    ? new URL('../../../dist/workers/tool-entry.cjs', here)
-    : new URL('../../../workers/tool-entry.cjs', here);
+  return troupeFileUrl('dist/workers/tool-entry.cjs');
 }
 
 /**
