@@ -185,6 +185,59 @@ describe('troupe (child process, offline model)', () => {
     expect(tight.stdout).toMatch(/run finished: budget/);
   });
 
+  it("runs roles whose channel a user's module made with its own zod (the binary is a bundle with its own)", async () => {
+    // The binary and its threads run troupe and zod from dist/bundle; a --roles module
+    // imports the package (dist/src) and zod from node_modules, as a user's does.
+    const run = async (title: string): Promise<AgentEvent[]> => {
+      const out = outDir();
+      const rolesFile = join(out, 'roles.mjs');
+      const url = (path: string): string => JSON.stringify(pathToFileURL(join(root, path)).href);
+      writeFileSync(
+        rolesFile,
+        [
+          `import { z } from ${url('node_modules/zod/index.js')};`,
+          `import { defineChannel, defineRole } from ${url('dist/src/index.js')};`,
+          'const Finding = z.object({',
+          `  source: z.string(), title: ${title}, summary: z.string(),`,
+          '  keyPoints: z.array(z.string()), figures: z.array(z.string()),',
+          '});',
+          "const findings = defineChannel('findings', Finding, { description: 'One finding per message.' });",
+          "export const researcher = defineRole({ name: 'researcher', description: 'Reads sources and publishes findings.', system: 'Publish findings.', tools: ['read_file', 'list_dir'], publishes: [findings] });",
+          "export const analyst = defineRole({ name: 'analyst', description: 'Analyses findings.', system: 'Analyse them.', tools: ['read_file'], subscribes: [findings] });",
+        ].join('\n'),
+      );
+      const result = await troupe(
+        [
+          'run',
+          TASK,
+          '--provider',
+          'offline',
+          '--workspace',
+          corpus,
+          '--out',
+          out,
+          '--roles',
+          rolesFile,
+        ],
+        cleanEnv({ TROUPE_OFFLINE_DELAY_MS: '0' }),
+      );
+      expect(result.code, result.stderr).toBe(0);
+      const [runId] = readdirSync(out).filter((name) => name !== 'roles.mjs');
+      return readTrace(join(out, runId ?? '', 'trace.jsonl')).events;
+    };
+    const delivered = await run('z.string()');
+    expect(delivered.filter((event) => event.type === 'message.sent').length).toBeGreaterThan(0);
+    expect(delivered.filter((event) => event.type === 'message.received').length).toBeGreaterThan(
+      0,
+    );
+    // The user's rule (no title over 12 characters; the built-in channel has none) is the one applied.
+    const refused = (await run('z.string().max(12)')).filter(
+      (event) => event.type === 'tool.result' && event.name === 'publish_findings' && !event.ok,
+    );
+    expect(refused.length).toBeGreaterThan(0);
+    expect(JSON.stringify(refused[0])).toContain('expected string to have <=12 characters');
+  });
+
   it('exits 2 with a clear message and nothing on stdout when arguments are bad', async () => {
     for (const args of [
       ['run', '--provider', 'offline'],
