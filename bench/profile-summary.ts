@@ -1,5 +1,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { SourceMap, type SourceMapPayload } from 'node:module';
 import { basename, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /**
  * Where the time goes, per layer, from V8 CPU profiles (`node --cpu-prof
@@ -21,7 +23,7 @@ import { basename, join } from 'node:path';
 
 interface ProfileNode {
   id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number };
   children?: number[];
 }
 
@@ -37,6 +39,10 @@ function layerOf(frame: ProfileNode['callFrame']): string {
   const { url, functionName } = frame;
   if (url === '') return functionName.startsWith('(') ? functionName : `native ${functionName}`;
   if (url.startsWith('node:')) return 'node';
+  return layerOfFile(url.includes('/dist/bundle/') ? (sourceInBundle(frame) ?? url) : url);
+}
+
+function layerOfFile(url: string): string {
   const troupe = /\/dist\/(src|workers|bench)\/(?:([a-z-]+)\/)?/.exec(url);
   if (troupe !== null && !url.includes('/node_modules/'))
     return `troupe:${troupe[1] === 'src' ? (troupe[2] ?? 'root') : troupe[1]}`;
@@ -46,6 +52,26 @@ function layerOf(frame: ProfileNode['callFrame']): string {
     return parts[0]?.startsWith('@') === true ? `${parts[0]}/${parts[1]}` : (parts[0] ?? url);
   }
   return 'other';
+}
+
+// The binary and the pool threads run bundles (dist/bundle, scripts/bundle.mjs): a frame there is
+// attributed to the module it came from through the bundle's source map (dist/src/… or zod's file).
+const bundleMaps = new Map<string, SourceMap | undefined>();
+
+function sourceInBundle(frame: ProfileNode['callFrame']): string | undefined {
+  let map = bundleMaps.get(frame.url);
+  if (!bundleMaps.has(frame.url)) {
+    try {
+      const file = fileURLToPath(frame.url);
+      map = new SourceMap(JSON.parse(readFileSync(`${file}.map`, 'utf8')) as SourceMapPayload);
+    } catch {
+      map = undefined;
+    }
+    bundleMaps.set(frame.url, map);
+  }
+  const entry = map?.findEntry(frame.lineNumber, frame.columnNumber);
+  if (entry === undefined || !('originalSource' in entry)) return undefined;
+  return new URL(entry.originalSource, frame.url).href;
 }
 
 function summarize(file: string, fromMs: number, untilMs: number, top: number): void {
