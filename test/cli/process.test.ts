@@ -1,5 +1,13 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -236,6 +244,24 @@ describe('troupe (child process, offline model)', () => {
     );
     expect(refused.length).toBeGreaterThan(0);
     expect(JSON.stringify(refused[0])).toContain('expected string to have <=12 characters');
+  });
+
+  it('says to build when the copy it runs from was never built (no dist/bundle)', async () => {
+    const copy = outDir();
+    mkdirSync(join(copy, 'bin'));
+    copyFileSync(bin, join(copy, 'bin', 'troupe.js'));
+    const result = await new Promise<Outcome>((resolve) => {
+      execFile(
+        process.execPath,
+        [join(copy, 'bin', 'troupe.js'), '--help'],
+        { env: cleanEnv() },
+        (error, stdout, stderr) =>
+          resolve({ code: error === null ? 0 : (error.code as number), stdout, stderr }),
+      );
+    });
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toContain('this copy is not built; run `npm run build`');
   });
 
   it('exits 2 with a clear message and nothing on stdout when arguments are bad', async () => {
