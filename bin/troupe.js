@@ -1,4 +1,6 @@
 #!/usr/bin/env node
+import { fileURLToPath } from 'node:url';
+
 // The binary runs the bundle `npm run build` writes (dist/bundle, see scripts/bundle.mjs).
 let main;
 try {
@@ -6,7 +8,7 @@ try {
 } catch (error) {
   // A checkout installed without its build (`npm ci --ignore-scripts`, a failed tsc): say what to run.
   if (error?.code === 'ERR_MODULE_NOT_FOUND' && String(error.message).includes('dist/bundle/')) {
-    const root = new URL('..', import.meta.url).pathname;
+    const root = fileURLToPath(new URL('..', import.meta.url));
     process.stderr.write(`troupe: this copy is not built; run \`npm run build\` in ${root}\n`);
     process.exit(2);
   }

@@ -17,10 +17,12 @@
 // --tools module imports the package): every check on such objects is
 // structural (isRole, isTool, isTroupeError), never `instanceof`.
 import { rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { build } from 'rolldown';
 
-const root = new URL('../', import.meta.url);
-const out = new URL('dist/bundle/', root);
+// Paths, not URL pathnames: a checkout under a folder with a space would be percent-encoded.
+const root = fileURLToPath(new URL('../', import.meta.url));
+const out = fileURLToPath(new URL('../dist/bundle/', import.meta.url));
 rmSync(out, { recursive: true, force: true });
 
 /** Bare package specifiers stay imports, except zod's; relative ones are bundled. */
@@ -41,7 +43,7 @@ const entries = {
 };
 for (const [name, input] of Object.entries(entries)) {
   await build({
-    cwd: new URL('.', root).pathname,
+    cwd: root,
     input: { [name]: input },
     platform: 'node',
     external,
@@ -49,7 +51,7 @@ for (const [name, input] of Object.entries(entries)) {
     // own package.json lists the files that have some.
     treeshake: true,
     output: {
-      dir: out.pathname,
+      dir: out,
       format: 'esm',
       entryFileNames: '[name].js',
       chunkFileNames: `chunks/${name}/[name]-[hash].js`,
