@@ -1,8 +1,8 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import type { AnyRole } from '../roles/role.js';
+import { troupePackage } from '../util/package-files.js';
 import type { JobBoard, JobSnapshot } from './mcp-jobs.js';
-import { packageRoot } from './package-root.js';
 
 /** What a tool of the troupe MCP server answers. */
 interface ToolAnswer {
@@ -49,7 +49,7 @@ function unknownRun(board: JobBoard, runId: string): ToolAnswer {
  * connection; the JobBoard (the runs) is shared.
  */
 export function createTroupeMcpServer(board: JobBoard, roles: readonly AnyRole[]): McpServer {
-  const server = new McpServer({ name: 'troupe', version: packageRoot().version });
+  const server = new McpServer({ name: 'troupe', version: troupePackage().version });
   const roleNames = roles.map((role) => role.name);
 
   server.registerTool(

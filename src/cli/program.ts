@@ -1,9 +1,9 @@
 import { Command, CommanderError, Help } from 'commander';
+import { troupePackage } from '../util/package-files.js';
 import { COMMANDS, requestedCommand } from './command-table.js';
 import type { CliIo } from './context.js';
 import { EXIT } from './exit-codes.js';
 import { helpAfter } from './help-text.js';
-import { packageRoot } from './package-root.js';
 
 export { COMMANDS, requestedCommand } from './command-table.js';
 
@@ -22,7 +22,7 @@ export async function createProgram(io: CliIo, argv?: readonly string[]): Promis
     .description(
       'Multi-agent work: a coordinator splits a task among sub-agents running in parallel; watch every agent live and keep the trace.',
     )
-    .version(packageRoot().version, '-v, --version')
+    .version(troupePackage().version, '-v, --version')
     .exitOverride()
     .configureOutput({
       writeOut: (text) => io.stdout.write(text),

@@ -34,11 +34,15 @@ function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   return { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: tmpdir(), ...extra };
 }
 
-function troupe(args: string[], env: NodeJS.ProcessEnv = cleanEnv()): Promise<Outcome> {
+function troupe(
+  args: string[],
+  env: NodeJS.ProcessEnv = cleanEnv(),
+  binary: string = bin,
+): Promise<Outcome> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [bin, ...args],
+      [binary, ...args],
       { env, cwd: root, maxBuffer: 64 * 1024 * 1024 },
       (error, stdout, stderr) => {
         resolve({
@@ -250,15 +254,7 @@ describe('troupe (child process, offline model)', () => {
     const copy = outDir();
     mkdirSync(join(copy, 'bin'));
     copyFileSync(bin, join(copy, 'bin', 'troupe.js'));
-    const result = await new Promise<Outcome>((resolve) => {
-      execFile(
-        process.execPath,
-        [join(copy, 'bin', 'troupe.js'), '--help'],
-        { env: cleanEnv() },
-        (error, stdout, stderr) =>
-          resolve({ code: error === null ? 0 : (error.code as number), stdout, stderr }),
-      );
-    });
+    const result = await troupe(['--help'], cleanEnv(), join(copy, 'bin', 'troupe.js'));
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
     expect(result.stderr).toContain('this copy is not built; run `npm run build`');

@@ -1,8 +1,8 @@
 import { availableParallelism, hostname } from 'node:os';
 import type { Command } from 'commander';
 import { startWorkerNode } from '../../runtime/nats-setup.js';
+import { troupePackage } from '../../util/package-files.js';
 import { type CliIo, EXIT, exitWith, usageError } from '../context.js';
-import { packageRoot } from '../package-root.js';
 import { parsePositiveInteger, resolveFolder } from './options.js';
 
 interface WorkerFlags {
@@ -73,7 +73,7 @@ export function registerWorkerCommand(program: Command, io: CliIo): void {
           ...(flags.workspace === undefined
             ? {}
             : { workspace: resolveFolder(cwd, flags.workspace, '--workspace') }),
-          version: packageRoot().version,
+          version: troupePackage().version,
           log: (line) => io.stderr.write(`troupe worker ${name}: ${line}\n`),
         },
       );
