@@ -1,6 +1,8 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
+import { Readable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
 
 const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 const SPINNER_FRAME_MS = 100;
@@ -51,6 +53,65 @@ function formatElapsed(ms: number): string {
     : `${Math.floor(ms / 60_000)}m${String(Math.floor((ms % 60_000) / 1000)).padStart(2, '0')}s`;
 }
 
+type TerminalInput = NodeJS.ReadableStream & {
+  isTTY?: boolean;
+  isRaw?: boolean;
+  setRawMode?: (mode: boolean) => unknown;
+  unref?: () => void;
+};
+
+/** One key: a whole escape sequence (CSI or SS3), Escape with one character (Alt), or one character. */
+const KEY = /\u001b\[[0-?]*[ -/]*[@-~]|\u001bO[\s\S]|\u001b[^[O]|[\s\S]/gu;
+
+/**
+ * The terminal's input handed to readline one key per read. Node's readline
+ * treats a read of several characters as a paste and appends it at the end
+ * of the line, wherever the cursor is: keys typed faster than the program
+ * reads them (a slow link, a busy machine) arrive in one read, and
+ * "hllo ← ← ← e" became "hlloe" on a screen showing "helo". Keys read one
+ * by one are edited at the cursor, as typed.
+ */
+class KeyByKey extends Readable {
+  readonly isTTY = true;
+  readonly #source: TerminalInput;
+  readonly #onData: (chunk: Buffer | string) => void;
+  readonly #onEnd: () => void;
+
+  constructor(source: TerminalInput) {
+    super({ objectMode: true });
+    this.#source = source;
+    const decoder = new StringDecoder('utf8');
+    this.#onData = (chunk) => {
+      const text = typeof chunk === 'string' ? chunk : decoder.write(chunk);
+      for (const [key] of text.matchAll(KEY)) this.push(key);
+    };
+    this.#onEnd = () => this.push(null);
+    source.on('data', this.#onData);
+    source.once('end', this.#onEnd);
+  }
+
+  get isRaw(): boolean {
+    return this.#source.isRaw === true;
+  }
+
+  setRawMode(mode: boolean): this {
+    this.#source.setRawMode?.(mode);
+    return this;
+  }
+
+  override _read(): void {
+    this.#source.resume();
+  }
+
+  /** Stops reading the terminal and lets go of it. */
+  release(): void {
+    this.#source.off('data', this.#onData);
+    this.#source.off('end', this.#onEnd);
+    this.#source.pause();
+    this.#source.unref?.();
+  }
+}
+
 /**
  * A terminal REPL on readline: line editing, persistent history (up/down,
  * Ctrl-R), a spinner with elapsed time while a turn runs, Ctrl-C to cancel
@@ -59,7 +120,7 @@ function formatElapsed(ms: number): string {
  * nothing keeps the process alive.
  */
 export class Repl {
-  readonly #input: NodeJS.ReadableStream & { isTTY?: boolean; unref?: () => void };
+  readonly #input: KeyByKey;
   readonly #output: NodeJS.WritableStream;
   readonly #rl: Interface;
   readonly #prompt: string;
@@ -78,16 +139,16 @@ export class Repl {
   #status: () => string = () => '';
 
   constructor(options: {
-    input: NodeJS.ReadableStream & { isTTY?: boolean; unref?: () => void };
+    input: TerminalInput;
     output: NodeJS.WritableStream;
     historyFile: string | undefined;
     prompt?: string;
   }) {
-    this.#input = options.input;
+    this.#input = new KeyByKey(options.input);
     this.#output = options.output;
     this.#prompt = options.prompt ?? '› ';
     this.#rl = createInterface({
-      input: options.input,
+      input: this.#input,
       output: options.output,
       terminal: true,
       history: loadHistory(options.historyFile),
@@ -172,8 +233,7 @@ export class Repl {
     this.#stopSpinner();
     if (!this.#closed) this.#rl.close();
     this.#end();
-    this.#input.pause();
-    this.#input.unref?.();
+    this.#input.release();
   }
 
   #next(): Promise<string | undefined> {

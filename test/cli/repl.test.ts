@@ -37,6 +37,31 @@ describe('Repl', () => {
     expect(shown()).not.toContain('^C\n(Ctrl-C again');
   });
 
+  it('edits at the cursor when several keys arrive in one read, or a read ends inside a key', async () => {
+    const { input, repl } = terminal();
+    const lines: string[] = [];
+    const done = repl.run({
+      turn: async (line) => {
+        lines.push(line);
+      },
+      command: () => 'exit',
+      status: () => '',
+    });
+    const left = '\u001b[D';
+    // Typed faster than read: Node's readline took such a read for a paste and appended "e" at the end.
+    input.write(`hllo${left}${left}${left}e\r`);
+    input.write('wrld\u001b[');
+    input.write(`D${left}${left}o\u001b[C\u001b[C\u001b[C!\r`);
+    // A character split across reads stays one character.
+    const accented = Buffer.from('café\r', 'utf8');
+    input.write(accented.subarray(0, 4));
+    input.write(accented.subarray(4));
+    await new Promise((resolve) => setImmediate(resolve));
+    input.write('/exit\r');
+    await done;
+    expect(lines).toEqual(['hello', 'world!', 'café']);
+  });
+
   it('a Ctrl-C at an idle prompt warns, a second one leaves', async () => {
     const { input, repl, shown } = terminal();
     let turns = 0;

@@ -85,6 +85,9 @@ describe.runIf(hasPython())('troupe chat on a terminal (pty)', () => {
     await session.press('hllo', KEYS.left, KEYS.left, KEYS.left, 'e', '\r');
     await session.waitFor('You said: hello');
     expect(JSON.stringify(server.requests.map((request) => request.body))).not.toContain('\\u001b');
+    // Keys typed faster than the program reads them arrive in one read; they edit at the cursor too.
+    session.type(`wrld${KEYS.left}${KEYS.left}${KEYS.left}o\r`);
+    await session.waitFor('You said: world');
 
     session.type('please be slow\r');
     await session.waitFor(/⠋|⠙|⠹|⠸|⠼|⠴|⠦|⠧|⠇|⠏/);
