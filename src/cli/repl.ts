@@ -61,6 +61,7 @@ type TerminalInput = NodeJS.ReadableStream & {
 };
 
 /** One key: a whole escape sequence (CSI or SS3), Escape with one character (Alt), or one character. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: splitting escape sequences is the point.
 const KEY = /\u001b\[[0-?]*[ -/]*[@-~]|\u001bO[\s\S]|\u001b[^[O]|[\s\S]/gu;
 
 /**
