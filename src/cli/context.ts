@@ -1,12 +1,10 @@
 import { CommanderError } from 'commander';
 import { TroupeError } from '../errors.js';
 import { JsonRenderer } from '../render/json.js';
-import { LineRenderer } from '../render/lines.js';
-import { LiveRenderer } from '../render/live.js';
 import type { LiveActions } from '../render/live-navigator.js';
 import type { EventRenderer } from '../render/renderer.js';
 import type { PriceFunction } from '../render/run-state.js';
-import { supportsColor, type TerminalOutput } from '../render/terminal.js';
+import type { TerminalOutput } from '../render/terminal.js';
 
 export { EXIT } from './exit-codes.js';
 
@@ -54,8 +52,12 @@ export function chooseOutputMode(
   return 'live';
 }
 
-/** The renderer for a mode, writing to stdout. */
-export function createRenderer(
+/**
+ * The renderer for a mode, writing to stdout. The line and live renderers
+ * are imported when asked for: they measure text with string-width, whose
+ * load (Unicode segmenter and emoji tables, ~25 ms) a `--json` run never pays.
+ */
+export async function createRenderer(
   mode: OutputMode,
   io: CliIo,
   options: {
@@ -64,18 +66,27 @@ export function createRenderer(
     /** Makes the live view interactive. */
     actions?: LiveActions | undefined;
   } = {},
-): EventRenderer & { start?: () => void } {
+): Promise<EventRenderer & { start?: () => void }> {
   switch (mode) {
     case 'json':
       return new JsonRenderer({ output: io.stdout, env: io.env });
-    case 'lines':
+    case 'lines': {
+      const [{ LineRenderer }, { supportsColor }] = await Promise.all([
+        import('../render/lines.js'),
+        import('../render/terminal.js'),
+      ]);
       return new LineRenderer({
         output: io.stdout,
         env: io.env,
         price: options.price,
         color: supportsColor(io.stdout, io.env),
       });
-    case 'live':
+    }
+    case 'live': {
+      const [{ LiveRenderer }, { supportsColor }] = await Promise.all([
+        import('../render/live.js'),
+        import('../render/terminal.js'),
+      ]);
       return new LiveRenderer({
         output: io.stdout,
         env: io.env,
@@ -84,5 +95,6 @@ export function createRenderer(
         price: options.price,
         actions: options.actions,
       });
+    }
   }
 }

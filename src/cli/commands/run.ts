@@ -13,7 +13,7 @@ import {
 } from '../../job/run-session.js';
 import { loadMcpConfig, type McpServers, unreachableServers } from '../../mcp/config.js';
 import { describeModel, type ModelSpec } from '../../model/model.js';
-import { LiveRenderer } from '../../render/live.js';
+import type { LiveRenderer } from '../../render/live.js';
 import type { AnyRole } from '../../roles/role.js';
 import type { ModelPrice } from '../../runtime/budget/usage-ledger.js';
 import { createNatsTransport, type NatsRunOptions } from '../../runtime/nats-setup.js';
@@ -311,7 +311,7 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
   // The interactive view's c and q act on the run's runtime and on the run, made below.
   let session: RunSession | undefined;
   const interactive = settings.mode === 'live' && settings.interactive !== false && canReadKeys(io);
-  const renderer = createRenderer(settings.mode, io, {
+  const renderer = await createRenderer(settings.mode, io, {
     model: describeModel(settings.spec),
     price,
     actions: interactive
@@ -340,7 +340,8 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
   }
   if (io.signal?.aborted === true) onInterrupt();
   io.signal?.addEventListener('abort', onInterrupt, { once: true });
-  const live = renderer instanceof LiveRenderer ? renderer : undefined;
+  // The live mode's renderer is the LiveRenderer.
+  const live = settings.mode === 'live' ? (renderer as LiveRenderer) : undefined;
   const keys = live?.interactive === true ? readLiveKeys(io, (key) => live.press(key)) : undefined;
   const approve = settings.approve
     ? createTerminalApprover(io, {

@@ -153,9 +153,13 @@ async function replay(io: CliIo, target: string, flags: TraceFlags): Promise<num
         `No agent ${unknown.map((id) => `"${id}"`).join(', ')} in this run. Its agents: ${[...present].join(', ')}.`,
       );
     }
-    const renderer = createRenderer(chooseOutputMode(io, { json: flags.json, quiet: true }), io, {
-      price,
-    });
+    const renderer = await createRenderer(
+      chooseOutputMode(io, { json: flags.json, quiet: true }),
+      io,
+      {
+        price,
+      },
+    );
     // Filtered out events still count in the summary: it tells the whole run.
     for (const event of events) {
       if (keep(event)) renderer.handle(event);
@@ -176,7 +180,7 @@ async function replay(io: CliIo, target: string, flags: TraceFlags): Promise<num
       `No run "${target}": there is no folder ${runDir}.${recent.length > 0 ? ` Recent runs: ${recent.join(', ')} (troupe runs lists them all).` : ''}`,
     );
   }
-  const renderer = createRenderer(chooseOutputMode(io, flags), io, { price });
+  const renderer = await createRenderer(chooseOutputMode(io, flags), io, { price });
   renderer.start?.();
   if (!existsSync(path)) io.stderr.write(`waiting for ${path} …\n`);
   // Stop following when the run's writer is gone (killed or crashed): no run.finished will come.
