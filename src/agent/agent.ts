@@ -24,6 +24,7 @@ import {
 import { ToolRegistry, type ToolResult } from '../tools/registry.js';
 import type { ToolContext } from '../tools/tool.js';
 import { createRunId } from '../util/ids.js';
+import { groupDigits } from '../util/text-order.js';
 import { truncateEnd, truncateMiddle } from '../util/truncate.js';
 import { type LibraryWarning, withWarningSink } from '../util/warnings.js';
 import { type CallAllowance, type CallGrant, estimatePromptTokens } from './allowance.js';
@@ -458,7 +459,7 @@ export class Agent {
     if (left < minimum) {
       throw new TroupeError(
         'budget.exceeded',
-        `The agent's own token budget is used up: the next call needs about ${prompt.toLocaleString('en-US')} prompt tokens and at least ${minimum} output tokens, and ${used.toLocaleString('en-US')} of ${hard.toLocaleString('en-US')} tokens are used.`,
+        `The agent's own token budget is used up: the next call needs about ${groupDigits(prompt)} prompt tokens and at least ${minimum} output tokens, and ${groupDigits(used)} of ${groupDigits(hard)} tokens are used.`,
       );
     }
     return Math.min(wanted, left);

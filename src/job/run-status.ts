@@ -4,6 +4,7 @@ import type { RunStatus } from '../events/schema.js';
 import type { ActorResult } from '../runtime/actors/actor.js';
 import type { BudgetCrossing } from '../runtime/budget/tree-budget.js';
 import { humanDuration } from '../util/duration.js';
+import { groupDigits } from '../util/text-order.js';
 
 /**
  * What a run came to, honestly:
@@ -93,6 +94,6 @@ function budgetMessage(
 ): string {
   if (crossing.metric === 'cost')
     return `The run stopped at its cost budget: $${spent.costUsd.toFixed(4)} of $${crossing.limit.toFixed(4)} spent.`;
-  const count = (value: number): string => Math.round(value).toLocaleString('en-US');
+  const count = (value: number): string => groupDigits(Math.round(value));
   return `The run stopped at its token budget: ${count(spent.tokens)} of ${count(crossing.limit)} tokens used.`;
 }

@@ -1,6 +1,7 @@
 import type { AgentEvent, AgentStatus, RunStatus } from '../events/schema.js';
 import { addUsage, emptyUsage, totalTokens, type Usage } from '../model/types.js';
 import { humanDuration } from '../util/duration.js';
+import { groupDigits } from '../util/text-order.js';
 
 /** What one agent looks like to the renderers, folded from its events. */
 export interface AgentView {
@@ -303,7 +304,7 @@ export function describeBudget(
 ): string {
   if (metric === 'time') return `time ${formatDuration(used)} of ${humanDuration(limit)}`;
   if (metric === 'cost') return `cost $${used.toFixed(4)} of $${limit.toFixed(4)}`;
-  return `tokens ${Math.round(used).toLocaleString('en-US')} of ${Math.round(limit).toLocaleString('en-US')}`;
+  return `tokens ${groupDigits(Math.round(used))} of ${groupDigits(Math.round(limit))}`;
 }
 
 /** "$0.0123": a cost, or an empty string when there is none. */

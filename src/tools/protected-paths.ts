@@ -2,6 +2,7 @@ import { type Dirent, lstatSync } from 'node:fs';
 import { lstat, mkdir, readdir, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { errorMessage, TroupeError } from '../errors.js';
+import { groupDigits } from '../util/text-order.js';
 import { openFolderIn, removeIn } from './folder-handle.js';
 import { showPath } from './sandbox.js';
 
@@ -346,7 +347,7 @@ export async function scanProtected(
 function tooManyFolders(maxFolders: number): TroupeError {
   return new TroupeError(
     'tool.refused',
-    `The writable folder holds more than ${maxFolders.toLocaleString('en-US')} folders (node_modules and .venv not counted), more than the sandbox checks for protected files (git hooks, .envrc …) before and after each exec call, so the call was not run. The user can narrow --workspace, keep writes in the run's output folder, or rerun with ${ALLOW_PROTECTED_FLAG}.`,
+    `The writable folder holds more than ${groupDigits(maxFolders)} folders (node_modules and .venv not counted), more than the sandbox checks for protected files (git hooks, .envrc …) before and after each exec call, so the call was not run. The user can narrow --workspace, keep writes in the run's output folder, or rerun with ${ALLOW_PROTECTED_FLAG}.`,
   );
 }
 

@@ -1,3 +1,5 @@
+import { groupDigits } from './text-order.js';
+
 /**
  * Cuts `text` to at most about `maxChars`, keeping the head and the tail and
  * saying in the middle how much was cut. Returns the text unchanged when it fits.
@@ -5,7 +7,7 @@
 export function truncateMiddle(text: string, maxChars: number): string {
   if (text.length <= maxChars) return text;
   const cut = text.length - maxChars;
-  const marker = `\n…[truncated ${cut.toLocaleString('en-US')} of ${text.length.toLocaleString('en-US')} characters]…\n`;
+  const marker = `\n…[truncated ${groupDigits(cut)} of ${groupDigits(text.length)} characters]…\n`;
   const keep = Math.max(0, maxChars - marker.length);
   const head = Math.ceil(keep * 0.6);
   const tail = keep - head;

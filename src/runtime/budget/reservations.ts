@@ -1,4 +1,5 @@
 import type { CallAsk, CallOutcome } from '../../agent/allowance.js';
+import { groupDigits } from '../../util/text-order.js';
 import type { BudgetCrossing } from './tree-budget.js';
 import type { ModelPrice } from './usage-ledger.js';
 
@@ -299,5 +300,5 @@ function aborted(): ReservationAnswer {
 }
 
 function count(tokens: number): string {
-  return Math.round(tokens).toLocaleString('en-US');
+  return groupDigits(Math.round(tokens));
 }

@@ -3,6 +3,7 @@ import { lstat, readdir, readlink, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { TroupeError } from '../../errors.js';
+import { compareNames } from '../../util/text-order.js';
 import { type FolderHandle, openChildFolder, openFolderIn } from '../folder-handle.js';
 import { entryKind, resolveInScope, showPath } from '../sandbox.js';
 import { defineTool, type Tool } from '../tool.js';
@@ -112,7 +113,7 @@ async function listFolder(
     return;
   }
   entries.sort(
-    (a, b) => Number(b.isDirectory()) - Number(a.isDirectory()) || a.name.localeCompare(b.name),
+    (a, b) => Number(b.isDirectory()) - Number(a.isDirectory()) || compareNames(a.name, b.name),
   );
   for (const entry of entries) {
     if (listing.lines.length >= listing.limit) {

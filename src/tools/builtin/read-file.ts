@@ -2,6 +2,7 @@ import { constants } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { z } from 'zod';
 import { TroupeError } from '../../errors.js';
+import { groupDigits } from '../../util/text-order.js';
 import { openFileInArea } from '../folder-handle.js';
 import { assertRegularFile, resolveInScope, showPath } from '../sandbox.js';
 import { defineTool, type Tool } from '../tool.js';
@@ -97,7 +98,7 @@ export async function readTextFile(
 /** Byte counts for people: "812 bytes", "1.2 KiB", "3.4 MiB", "2.0 GiB". */
 export function formatBytes(bytes: number): string {
   if (bytes === 1) return '1 byte';
-  if (bytes < 1024) return `${bytes.toLocaleString('en-US')} bytes`;
+  if (bytes < 1024) return `${groupDigits(bytes)} bytes`;
   const units = ['KiB', 'MiB', 'GiB', 'TiB'];
   let value = bytes / 1024;
   let unit = 0;
@@ -127,7 +128,7 @@ export const readFileTool: Tool<ReadFileInput, string> = defineTool({
     if (offset >= total) {
       throw new TroupeError(
         'tool.failed',
-        `offset ${offset} is past the end of ${relative}, which has ${total.toLocaleString('en-US')} characters. Use an offset below ${total}.`,
+        `offset ${offset} is past the end of ${relative}, which has ${groupDigits(total)} characters. Use an offset below ${total}.`,
       );
     }
     let end = Math.min(total, offset + length);
@@ -137,8 +138,8 @@ export const readFileTool: Tool<ReadFileInput, string> = defineTool({
     if (offset === 0 && end === total) return slice;
     const notice =
       end < total
-        ? `[Showing characters ${offset.toLocaleString('en-US')}–${end.toLocaleString('en-US')} of ${total.toLocaleString('en-US')} in ${relative}; ${(total - end).toLocaleString('en-US')} more. Call read_file with offset ${end} to read further.]`
-        : `[Showing characters ${offset.toLocaleString('en-US')}–${end.toLocaleString('en-US')} of ${total.toLocaleString('en-US')} in ${relative}: the end of the file.]`;
+        ? `[Showing characters ${groupDigits(offset)}–${groupDigits(end)} of ${groupDigits(total)} in ${relative}; ${groupDigits(total - end)} more. Call read_file with offset ${end} to read further.]`
+        : `[Showing characters ${groupDigits(offset)}–${groupDigits(end)} of ${groupDigits(total)} in ${relative}: the end of the file.]`;
     return `${slice}\n\n${notice}`;
   },
 });

@@ -5,6 +5,7 @@ import path from 'node:path';
 import vm from 'node:vm';
 import { z } from 'zod';
 import { errorMessage, TroupeError } from '../../errors.js';
+import { compareNames } from '../../util/text-order.js';
 import {
   type FolderHandle,
   openChildFolder,
@@ -157,7 +158,7 @@ export function createSearchFilesTool(
     } catch {
       return;
     }
-    entries.sort((a, b) => a.name.localeCompare(b.name));
+    entries.sort((a, b) => compareNames(a.name, b.name));
     for (const entry of entries) {
       if (search.truncated) return;
       if (search.files >= maxFiles) {

@@ -3,6 +3,7 @@ import { lstat, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { errorMessage, TroupeError } from '../../errors.js';
+import { groupDigits } from '../../util/text-order.js';
 import { openFolderIn } from '../folder-handle.js';
 import { assertNotProtected } from '../protected-paths.js';
 import { type PathScope, resolveInScope, showPath } from '../sandbox.js';
@@ -93,7 +94,7 @@ export function createWriteFileTool(
         const kept =
           written.backup === undefined ? '' : ` (previous version kept as ${target.relative}.bak)`;
         const where = context.outputDir === undefined ? '' : ' in the output folder';
-        return `Wrote ${written.bytes.toLocaleString('en-US')} bytes to ${target.relative}${where}${kept}.`;
+        return `Wrote ${groupDigits(written.bytes)} bytes to ${target.relative}${where}${kept}.`;
       } catch (error) {
         if (error instanceof TroupeError) throw error;
         throw new TroupeError(
