@@ -112,13 +112,7 @@ type Entry =
 
 /** Sub-agents per role (roots not counted). */
 export function roleCounts(state: RunState): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const agent of state.agents.values()) {
-    if (agent.parentId === undefined) continue;
-    const role = agent.role ?? '?';
-    counts.set(role, (counts.get(role) ?? 0) + 1);
-  }
-  return counts;
+  return new Map(state.subAgentsByRole());
 }
 
 /**
@@ -128,7 +122,7 @@ export function roleCounts(state: RunState): Map<string, number> {
  */
 export function treeLines(options: TreeOptions): TreeLine[] {
   const { state, palette: p, width } = options;
-  const counts = roleCounts(state);
+  const counts = state.subAgentsByRole();
   const isRare = (agent: AgentView): boolean =>
     agent.parentId !== undefined && (counts.get(agent.role ?? '?') ?? 0) <= RARE_ROLE_AGENTS;
   const foldable = (agent: AgentView): boolean => {
@@ -149,38 +143,50 @@ export function treeLines(options: TreeOptions): TreeLine[] {
     // Most agents of a large fan-out are leaves: nothing below them to gather.
     if (agent.children.length === 0) return;
     const childPrefix = isRoot ? '' : `${prefix}${isLast ? '   ' : '│  '}`;
-    let children: AgentView[] = [];
-    for (const id of agent.children) {
-      const child = state.agents.get(id);
-      if (child !== undefined) children.push(child);
-    }
-    if (options.sort) {
-      // Ranks are 0-3: one stable pass per rank instead of a comparison sort.
-      const byRank: AgentView[][] = [[], [], [], []];
-      for (const child of children) byRank[agentRank(child, isRare(child))]?.push(child);
-      children = byRank.flat();
-    }
-    const folded = options.fold ? children.filter(foldable) : [];
-    const foldedSet = new Set(folded);
-    const shown =
-      folded.length === 0 ? children : children.filter((child) => !foldedSet.has(child));
-    // Childless agents listed so far per fitTree rank, and those left out past the limit.
+    // One pass over the children, building no list of them all (a fan-out of 100,000 would make
+    // several per frame): finished subtrees are only counted into the fold line, and childless
+    // agents past the limit only into the "more" line. Ranks are 0-3, so the order is one bucket
+    // per rank (stable) instead of a comparison sort.
     const limit = options.fold && options.sort ? options.limit : undefined;
+    const buckets: AgentView[][] = options.sort ? [[], [], [], []] : [[]];
+    // Per bucket, its last child, listed or not: the tree's └─ goes to the last one shown.
+    const lastOf: Array<AgentView | undefined> = [];
+    // Childless agents listed so far per fitTree rank, and those left out past the limit.
     const listed = [0, 0, 0, 0];
     let left = 0;
     let leftRunning = 0;
-    shown.forEach((child, index) => {
-      if (limit !== undefined && child.children.length === 0 && !isRare(child)) {
+    let folded = 0;
+    let foldedCompleted = 0;
+    let foldedTokens = 0;
+    const foldedRoles = new Set<string>();
+    for (const id of agent.children) {
+      const child = state.agents.get(id);
+      if (child === undefined) continue;
+      if (options.fold && foldable(child)) {
+        folded += 1;
+        if (child.status === 'completed') foldedCompleted += 1;
+        foldedRoles.add(child.role ?? '?');
+        foldedTokens += state.subtreeTokens(child.id);
+        continue;
+      }
+      const rare = isRare(child);
+      const bucket = options.sort ? agentRank(child, rare) : 0;
+      lastOf[bucket] = child;
+      if (limit !== undefined && child.children.length === 0 && !rare) {
         const rank = fitRank(child);
         if ((listed[rank] ?? 0) >= limit) {
           left += 1;
           if (child.status === 'running') leftRunning += 1;
-          return;
+          continue;
         }
         listed[rank] = (listed[rank] ?? 0) + 1;
       }
-      visit(child, childPrefix, index === shown.length - 1 && folded.length === 0, false);
-    });
+      buckets[bucket]?.push(child);
+    }
+    const last = lastOf.findLast((child) => child !== undefined);
+    for (const bucket of buckets) {
+      for (const child of bucket) visit(child, childPrefix, child === last && folded === 0, false);
+    }
     if (left > 0) {
       entries.push({
         kind: 'hidden',
@@ -189,18 +195,13 @@ export function treeLines(options: TreeOptions): TreeLine[] {
         running: leftRunning,
       });
     }
-    if (folded.length > 0) {
-      const completed = folded.filter((child) => child.status === 'completed').length;
-      const cancelled = folded.length - completed;
-      const roles = [...new Set(folded.map((child) => child.role ?? '?'))].join(', ');
-      const tokens = folded.reduce(
-        (sum, child) => sum + totalTokens(state.subtreeUsage(child.id)),
-        0,
-      );
+    if (folded > 0) {
+      const cancelled = folded - foldedCompleted;
+      const roles = [...foldedRoles].join(', ');
       entries.push({
         kind: 'fold',
         text: cutToWidth(
-          `${p.dim(`${childPrefix}└─ `)}${p.green('✔')} ${p.dim(`${folded.length} finished (${completed} completed${cancelled > 0 ? `, ${cancelled} cancelled` : ''}) · ${roles} · ${formatTokens(tokens)} tok`)}`,
+          `${p.dim(`${childPrefix}└─ `)}${p.green('✔')} ${p.dim(`${folded} finished (${foldedCompleted} completed${cancelled > 0 ? `, ${cancelled} cancelled` : ''}) · ${roles} · ${formatTokens(foldedTokens)} tok`)}`,
           width,
         ),
       });
@@ -246,7 +247,7 @@ export function layOutLines(lines: readonly TreeLine[], options: TreeOptions): T
 
 /** A flat list of the agents that pass `filter`, in rank order (no tree guides). */
 export function filteredLines(options: TreeOptions, filter: AgentFilter): TreeLine[] {
-  const counts = roleCounts(options.state);
+  const counts = options.state.subAgentsByRole();
   const agents = [...options.state.agents.values()].filter((agent) => matchesFilter(agent, filter));
   const rank = (agent: AgentView): number =>
     agentRank(
@@ -268,8 +269,7 @@ function rowsFor(
   const cells = new Map<AgentView, RowCells>();
   for (const { agent, lead } of agents) {
     const failed = agent.status === 'failed' || agent.status === 'timed_out';
-    const subtree =
-      agent.children.length > 0 ? totalTokens(state.subtreeUsage(agent.id)) : undefined;
+    const subtree = agent.children.length > 0 ? state.subtreeTokens(agent.id) : undefined;
     cells.set(agent, {
       left: `${lead}${options.glyph(agent)} ${failed ? p.red(agent.id) : agent.id}`,
       role: p.dim(agent.role ?? ''),

@@ -59,6 +59,19 @@ export class RunState {
   /** The tree budget's limit that stopped the run, from its `budget.exceeded` (scope tree). */
   budgetStop: { metric: 'tokens' | 'cost' | 'time'; limit: number } | undefined;
   readonly #price: PriceFunction | undefined;
+  // Kept as events arrive, so a frame of a run of 100,000 agents reads them instead of walking
+  // every agent: each agent's subtree sums (an agent and what it spawned, along the tree's links),
+  // the run's totals, the agents per status and the sub-agents per role.
+  readonly #subtrees = new Map<string, SubtreeSums>();
+  readonly #total: SubtreeSums = { usage: emptyUsage(), cost: 0, parent: undefined };
+  readonly #counts: Record<'running' | AgentStatus, number> = {
+    running: 0,
+    completed: 0,
+    failed: 0,
+    cancelled: 0,
+    timed_out: 0,
+  };
+  readonly #roles = new Map<string, number>();
 
   constructor(options: { price?: PriceFunction | undefined } = {}) {
     this.#price = options.price;
@@ -78,7 +91,7 @@ export class RunState {
       this.endTs = event.ts;
       for (const agent of this.agents.values()) {
         if (agent.status !== 'running') continue;
-        agent.status = event.status === 'completed' ? 'completed' : 'cancelled';
+        this.#setStatus(agent, event.status === 'completed' ? 'completed' : 'cancelled');
         agent.activity = agent.status;
         agent.endTs = event.ts;
       }
@@ -89,7 +102,7 @@ export class RunState {
     // A reused agent of a resumed run has no agent.spawned: its first event is
     // a replayed message.sent, and it finished in the earlier run.
     if (fresh && event.type === 'message.sent') {
-      agent.status = 'completed';
+      this.#setStatus(agent, 'completed');
       agent.endTs = event.ts;
     }
     switch (event.type) {
@@ -103,15 +116,18 @@ export class RunState {
         agent.activity = 'starting';
         break;
       case 'agent.finished':
-        agent.status = event.status;
+        this.#setStatus(agent, event.status);
         agent.endTs = event.ts;
         agent.final = event.final;
         agent.error = event.error?.message;
         agent.activity = event.status === 'completed' ? 'done' : event.status.replace('_', ' ');
         if (event.steps !== undefined) agent.steps = Math.max(agent.steps, event.steps);
         if (event.usage !== undefined && totalTokens(event.usage) > totalTokens(agent.usage)) {
-          agent.usage = event.usage;
-          agent.costUsd = this.#price?.(agent.model, agent.usage) ?? agent.costUsd;
+          this.#setUsage(
+            agent,
+            event.usage,
+            this.#price?.(agent.model, event.usage) ?? agent.costUsd,
+          );
         }
         break;
       case 'agent.progress':
@@ -137,8 +153,11 @@ export class RunState {
           if (event.replayedUsage !== undefined)
             this.replayedUsage = addUsage(this.replayedUsage, event.replayedUsage);
         }
-        agent.usage = addUsage(agent.usage, event.usage);
-        agent.costUsd += this.#price?.(agent.model, event.usage) ?? 0;
+        this.#setUsage(
+          agent,
+          addUsage(agent.usage, event.usage),
+          agent.costUsd + (this.#price?.(agent.model, event.usage) ?? 0),
+        );
         agent.activity =
           event.toolCalls.length > 0
             ? `calling ${[...new Set(event.toolCalls.map((call) => call.name))].join(', ')}`
@@ -175,8 +194,11 @@ export class RunState {
       case 'history.compressed':
         agent.progress = `history compressed: ${event.beforeMessages} → ${event.afterMessages} messages, ~${event.afterTokens} tokens`;
         if (event.usage !== undefined) {
-          agent.usage = addUsage(agent.usage, event.usage);
-          agent.costUsd += this.#price?.(agent.model, event.usage) ?? 0;
+          this.#setUsage(
+            agent,
+            addUsage(agent.usage, event.usage),
+            agent.costUsd + (this.#price?.(agent.model, event.usage) ?? 0),
+          );
         }
         break;
       case 'journal.diverged':
@@ -194,46 +216,76 @@ export class RunState {
 
   /** Usage of an agent and all its descendants. */
   subtreeUsage(id: string): Usage {
-    const agent = this.agents.get(id);
-    if (agent === undefined) return emptyUsage();
-    return agent.children.reduce(
-      (sum, child) => addUsage(sum, this.subtreeUsage(child)),
-      agent.usage,
-    );
+    const sums = this.#subtrees.get(id);
+    return sums === undefined ? emptyUsage() : { ...sums.usage };
+  }
+
+  /** Tokens of an agent and all its descendants (`totalTokens` of `subtreeUsage`). */
+  subtreeTokens(id: string): number {
+    const sums = this.#subtrees.get(id);
+    return sums === undefined ? 0 : totalTokens(sums.usage);
   }
 
   /** Cost of an agent and all its descendants, in US dollars. */
   subtreeCost(id: string): number {
-    const agent = this.agents.get(id);
-    if (agent === undefined) return 0;
-    return agent.children.reduce((sum, child) => sum + this.subtreeCost(child), agent.costUsd);
+    return this.#subtrees.get(id)?.cost ?? 0;
   }
 
   /** Usage of every agent together. */
   totalUsage(): Usage {
-    let sum = emptyUsage();
-    for (const agent of this.agents.values()) sum = addUsage(sum, agent.usage);
-    return sum;
+    return { ...this.#total.usage };
   }
 
   /** Cost of every agent together, in US dollars. */
   totalCost(): number {
-    let sum = 0;
-    for (const agent of this.agents.values()) sum += agent.costUsd;
-    return sum;
+    return this.#total.cost;
   }
 
   /** Number of agents in each status. */
   countByStatus(): Record<'running' | AgentStatus, number> {
-    const counts = { running: 0, completed: 0, failed: 0, cancelled: 0, timed_out: 0 };
-    for (const agent of this.agents.values()) counts[agent.status] += 1;
-    return counts;
+    return { ...this.#counts };
+  }
+
+  /** Sub-agents per role (roots not counted; "?" for an agent whose role is not known yet). */
+  subAgentsByRole(): ReadonlyMap<string, number> {
+    return this.#roles;
+  }
+
+  #setStatus(agent: AgentView, status: 'running' | AgentStatus): void {
+    this.#counts[agent.status] -= 1;
+    this.#counts[status] += 1;
+    agent.status = status;
+  }
+
+  // The agent's usage and cost become these; its subtree sums and its ancestors' follow.
+  #setUsage(agent: AgentView, usage: Usage, costUsd: number): void {
+    const cost = costUsd - agent.costUsd;
+    const previous = agent.usage;
+    agent.usage = usage;
+    agent.costUsd = costUsd;
+    for (let sums = this.#subtrees.get(agent.id); sums !== undefined; sums = sums.parent) {
+      moveUsage(sums, previous, usage, cost);
+    }
+    moveUsage(this.#total, previous, usage, cost);
+  }
+
+  #countRole(role: string | undefined, by: number): void {
+    const name = role ?? '?';
+    const count = (this.#roles.get(name) ?? 0) + by;
+    if (count === 0) this.#roles.delete(name);
+    else this.#roles.set(name, count);
   }
 
   #agent(event: AgentEvent): AgentView {
     const known = this.agents.get(event.agentId);
     if (known !== undefined) {
-      known.role ??= event.role;
+      if (known.role === undefined && event.role !== undefined) {
+        if (known.parentId !== undefined) {
+          this.#countRole(undefined, -1);
+          this.#countRole(event.role, 1);
+        }
+        known.role = event.role;
+      }
       return known;
     }
     const agent: AgentView = {
@@ -256,9 +308,16 @@ export class RunState {
       channels: new Set(),
     };
     this.agents.set(agent.id, agent);
+    this.#counts.running += 1;
+    if (agent.parentId !== undefined) this.#countRole(agent.role, 1);
     const parent = event.parentId === undefined ? undefined : this.agents.get(event.parentId);
     if (parent === undefined) this.roots.push(agent.id);
     else parent.children.push(agent.id);
+    this.#subtrees.set(agent.id, {
+      usage: emptyUsage(),
+      cost: 0,
+      parent: parent === undefined ? undefined : this.#subtrees.get(parent.id),
+    });
     return agent;
   }
 }
@@ -311,4 +370,27 @@ export function describeBudget(
 export function formatCost(costUsd: number): string {
   if (costUsd <= 0) return '';
   return costUsd < 1 ? `$${costUsd.toFixed(4)}` : `$${costUsd.toFixed(2)}`;
+}
+
+/** An agent's subtree sums (itself and its descendants), linked to its parent's. */
+interface SubtreeSums {
+  usage: Usage;
+  cost: number;
+  parent: SubtreeSums | undefined;
+}
+
+// Moves `sums` from counting `previous` to counting `next` (one agent's usage), and adds `cost`.
+function moveUsage(sums: SubtreeSums, previous: Usage, next: Usage, cost: number): void {
+  const usage = sums.usage;
+  usage.inputTokens += next.inputTokens - previous.inputTokens;
+  usage.outputTokens += next.outputTokens - previous.outputTokens;
+  if (next.cacheReadTokens !== undefined || previous.cacheReadTokens !== undefined)
+    usage.cacheReadTokens =
+      (usage.cacheReadTokens ?? 0) + (next.cacheReadTokens ?? 0) - (previous.cacheReadTokens ?? 0);
+  if (next.cacheWriteTokens !== undefined || previous.cacheWriteTokens !== undefined)
+    usage.cacheWriteTokens =
+      (usage.cacheWriteTokens ?? 0) +
+      (next.cacheWriteTokens ?? 0) -
+      (previous.cacheWriteTokens ?? 0);
+  sums.cost += cost;
 }
