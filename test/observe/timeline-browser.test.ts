@@ -1,13 +1,35 @@
 import { existsSync, mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Browser, chromium } from 'playwright-core';
+import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/program.js';
 import { writeTimelineHtml } from '../../src/observe/html-timeline.js';
 import { argv, fakeIo } from '../cli/io.js';
 import { closeRuntimes } from '../integration/helpers.js';
 import { fanOutRun } from './scripted-runs.js';
+
+/**
+ * Clicks an agent's bar where a person would: its middle. A row draws its
+ * model, tool and wait segments over the bar (siblings of it in the row,
+ * whose click handler takes the click from any of them), so the click goes
+ * to the row at that point; clicking the bar element itself fails whenever
+ * a segment covers its middle.
+ */
+async function clickBar(page: Page, agentId: string): Promise<void> {
+  const row = page.locator(`.row[data-agent="${agentId}"]`);
+  const [rowBox, barBox] = await Promise.all([
+    row.boundingBox(),
+    row.locator('.bar').boundingBox(),
+  ]);
+  if (rowBox === null || barBox === null) throw new Error(`no bar shown for ${agentId}`);
+  await row.click({
+    position: {
+      x: barBox.x - rowBox.x + barBox.width / 2,
+      y: barBox.y - rowBox.y + barBox.height / 2,
+    },
+  });
+}
 
 // Debian's chromium, driven by playwright-core (no browser download); .ci/run installs it.
 const CHROMIUM = '/usr/bin/chromium';
@@ -74,7 +96,17 @@ describe.skipIf(!existsSync(CHROMIUM))(
       expect(await page.locator('.seg-tool').count()).toBeGreaterThan(0);
       expect(await page.locator('.seg-wait').count()).toBeGreaterThan(0);
       expect(await page.locator('path.arrow').count()).toBe(4);
-      await page.locator('.row[data-agent="analyst-1"] .bar').click();
+      // The analyst waited for findings: its wait segment, stretched over its whole bar (a long
+      // wait, as CI's load once made it), must not keep a click on the bar from selecting it.
+      await page.locator('.row[data-agent="analyst-1"]').evaluate((row) => {
+        type Styled = { style: { left: string; width: string } } | null;
+        const bar = row.querySelector('.bar') as Styled;
+        const wait = row.querySelector('.seg-wait') as Styled;
+        if (bar === null || wait === null) throw new Error('the analyst has no bar or no wait');
+        wait.style.left = bar.style.left;
+        wait.style.width = bar.style.width;
+      });
+      await clickBar(page, 'analyst-1');
       expect(await page.getAttribute('#panel', 'data-agent')).toBe('analyst-1');
       expect(await page.locator('#panel .entry.k-received').count()).toBe(4);
       expect(await page.locator('.row.selected').getAttribute('data-agent')).toBe('analyst-1');
@@ -98,7 +130,7 @@ describe.skipIf(!existsSync(CHROMIUM))(
         node.scrollTop = node.scrollHeight;
       });
       await page.waitForSelector('.row[data-agent="worker-1000"]');
-      await page.locator('.row[data-agent="worker-1000"] .bar').click();
+      await clickBar(page, 'worker-1000');
       expect(await page.getAttribute('#panel', 'data-agent')).toBe('worker-1000');
       expect(await page.locator('#panel .entry').count()).toBeGreaterThan(0);
       // A failed worker, picked from the table of agents that did not complete.
