@@ -153,13 +153,8 @@ async function replay(io: CliIo, target: string, flags: TraceFlags): Promise<num
         `No agent ${unknown.map((id) => `"${id}"`).join(', ')} in this run. Its agents: ${[...present].join(', ')}.`,
       );
     }
-    const renderer = await createRenderer(
-      chooseOutputMode(io, { json: flags.json, quiet: true }),
-      io,
-      {
-        price,
-      },
-    );
+    const mode = chooseOutputMode(io, { json: flags.json, quiet: true });
+    const renderer = await createRenderer(mode, io, { price });
     // Filtered out events still count in the summary: it tells the whole run.
     for (const event of events) {
       if (keep(event)) renderer.handle(event);
