@@ -125,6 +125,43 @@ function phases(byAgent: Map<string, { type: string; ts: number }[]>): Record<st
   return out;
 }
 
+// When the agents were spawned, made their first model request and finished, from the first
+// spawn (ms): a spawn latency that grows with the spawn's order is a rate, not a delay.
+function spread(byAgent: Map<string, { type: string; ts: number }[]>): string {
+  const firstOf = (events: { type: string; ts: number }[], type: string): number | undefined =>
+    events.find((event) => event.type === type)?.ts;
+  const rows: { spawned: number; request: number; finished: number }[] = [];
+  for (const events of byAgent.values()) {
+    const spawned = firstOf(events, 'agent.spawned');
+    const request = firstOf(events, 'model.request');
+    const finished = firstOf(events, 'agent.finished');
+    if (spawned !== undefined && request !== undefined && finished !== undefined)
+      rows.push({ spawned, request, finished });
+  }
+  if (rows.length === 0) return 'no agents';
+  const start = Math.min(...rows.map((row) => row.spawned));
+  const at = (values: number[], share: number): number => {
+    const sorted = values.map((value) => value - start).sort((a, b) => a - b);
+    return sorted[Math.min(sorted.length - 1, Math.floor(share * sorted.length))] ?? 0;
+  };
+  const line = (name: string, values: number[]): string =>
+    `${name} p10 ${at(values, 0.1)} p50 ${at(values, 0.5)} p90 ${at(values, 0.9)} last ${at(values, 1)}`;
+  return [
+    line(
+      'spawned',
+      rows.map((row) => row.spawned),
+    ),
+    line(
+      'first request',
+      rows.map((row) => row.request),
+    ),
+    line(
+      'finished',
+      rows.map((row) => row.finished),
+    ),
+  ].join('; ');
+}
+
 async function main(): Promise<void> {
   const mode = process.argv[2] === 'local' ? 'local' : 'nats';
   const rounds = Math.max(3, Number(process.argv[3] ?? 6));
@@ -205,6 +242,7 @@ async function main(): Promise<void> {
           .map(([name, values]) => `${name} p50 ${median(values).toFixed(0)}`)
           .join(', ');
         console.log(`  agents (ms): ${text}`);
+        console.log(`  spread (ms from the first spawn): ${spread(byAgent)}`);
         if (round >= 2) walls.push(wallMs);
       }
       let sum = 0;
