@@ -60,6 +60,18 @@ type TerminalInput = NodeJS.ReadableStream & {
   unref?: () => void;
 };
 
+const CTRL_C = '\u0003';
+const CTRL_G = '\u0007';
+const CTRL_R = '\u0012';
+
+/** A Ctrl-R search: what was typed, the history entry it found (-1 none yet), the line before it. */
+interface HistorySearch {
+  query: string;
+  at: number;
+  saved: string;
+  failed: boolean;
+}
+
 /** One key: a whole escape sequence (CSI or SS3), Escape with one character (Alt), or one character. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: splitting escape sequences is the point.
 const KEY = /\u001b\[[0-?]*[ -/]*[@-~]|\u001bO[\s\S]|\u001b[^[O]|[\s\S]/gu;
@@ -74,6 +86,8 @@ const KEY = /\u001b\[[0-?]*[ -/]*[@-~]|\u001bO[\s\S]|\u001b[^[O]|[\s\S]/gu;
  */
 class KeyByKey extends Readable {
   readonly isTTY = true;
+  /** Sees each key first; a key it takes (true) never reaches readline. */
+  takeKey: ((key: string) => boolean) | undefined;
   readonly #source: TerminalInput;
   readonly #onData: (chunk: Buffer | string) => void;
   readonly #onEnd: () => void;
@@ -84,7 +98,7 @@ class KeyByKey extends Readable {
     const decoder = new StringDecoder('utf8');
     this.#onData = (chunk) => {
       const text = typeof chunk === 'string' ? chunk : decoder.write(chunk);
-      for (const [key] of text.matchAll(KEY)) this.push(key);
+      for (const [key] of text.matchAll(KEY)) if (this.takeKey?.(key) !== true) this.push(key);
     };
     this.#onEnd = () => this.push(null);
     source.on('data', this.#onData);
@@ -138,6 +152,10 @@ export class Repl {
   #spinnerText = '';
   #turnStart = 0;
   #status: () => string = () => '';
+  /** The history, newest first (what readline keeps and saves). */
+  #history: readonly string[];
+  /** A Ctrl-R search under way. */
+  #search: HistorySearch | undefined;
 
   constructor(options: {
     input: TerminalInput;
@@ -146,28 +164,30 @@ export class Repl {
     prompt?: string;
   }) {
     this.#input = new KeyByKey(options.input);
+    this.#input.takeKey = (key) => this.#searchKey(key);
     this.#output = options.output;
     this.#prompt = options.prompt ?? '› ';
+    this.#history = loadHistory(options.historyFile);
     this.#rl = createInterface({
       input: this.#input,
       output: options.output,
       terminal: true,
-      history: loadHistory(options.historyFile),
+      history: [...this.#history],
       historySize: HISTORY_SIZE,
       removeHistoryDuplicates: true,
       prompt: this.#prompt,
     });
     const historyFile = options.historyFile;
-    if (historyFile !== undefined) {
-      this.#rl.on('history', (history: string[]) => {
-        try {
-          mkdirSync(dirname(historyFile), { recursive: true });
-          writeFileSync(historyFile, `${[...history].reverse().join('\n')}\n`, { mode: 0o600 });
-        } catch {
-          // A history that cannot be saved costs the next session its history, nothing more.
-        }
-      });
-    }
+    this.#rl.on('history', (history: string[]) => {
+      this.#history = [...history];
+      if (historyFile === undefined) return;
+      try {
+        mkdirSync(dirname(historyFile), { recursive: true });
+        writeFileSync(historyFile, `${[...history].reverse().join('\n')}\n`, { mode: 0o600 });
+      } catch {
+        // A history that cannot be saved costs the next session its history, nothing more.
+      }
+    });
     this.#rl.on('line', (line) => {
       this.#interrupted = false;
       this.#handingOver = true;
@@ -263,6 +283,86 @@ export class Repl {
     this.#rl.write('', { ctrl: true, name: 'u' });
     this.#output.write('^C\n(Ctrl-C again or Ctrl-D to leave)\n');
     this.#rl.prompt();
+  }
+
+  /**
+   * Ctrl-R: a reverse incremental search through the history, as in bash.
+   * Typed characters narrow it, Ctrl-R again goes to the next older match,
+   * Backspace widens it; Enter runs the line found, an arrow or another
+   * editing key keeps it to edit, Ctrl-G or Ctrl-C gives the line back as it
+   * was. Readline has none (Node's REPL has its own), so the keys are taken
+   * here before readline sees them. Returns true for a key it took.
+   */
+  #searchKey(key: string): boolean {
+    const search = this.#search;
+    if (search === undefined) {
+      if (key !== CTRL_R || this.#closed || this.#turn !== undefined) return false;
+      this.#search = { query: '', at: -1, saved: this.#rl.line, failed: false };
+      this.#showSearch();
+      return true;
+    }
+    if (key === CTRL_R) {
+      if (search.query !== '') this.#find(search, search.at + 1);
+    } else if (key === CTRL_G || key === CTRL_C) {
+      this.#endSearch(search.saved);
+      return true;
+    } else if (key === '\r' || key === '\n') {
+      // Enter runs what was found: readline gets the key with the line in place.
+      this.#endSearch(this.#found(search));
+      return false;
+    } else if (key === '\u007f' || key === '\b') {
+      search.query = [...search.query].slice(0, -1).join('');
+      if (search.query === '') {
+        search.at = -1;
+        search.failed = false;
+      } else this.#find(search, 0);
+    } else if ((key.codePointAt(0) ?? 0) >= 0x20) {
+      search.query += key;
+      this.#find(search, Math.max(search.at, 0));
+    } else {
+      // An arrow, Home, End, Ctrl-A …: the line found stays, to edit; readline gets the key.
+      this.#endSearch(this.#found(search));
+      return false;
+    }
+    this.#showSearch();
+    return true;
+  }
+
+  // The newest entry from `from` on that holds the query; a failed search keeps its last match.
+  #find(search: HistorySearch, from: number): void {
+    for (let index = from; index < this.#history.length; index += 1) {
+      if (this.#history[index]?.includes(search.query) === true) {
+        search.at = index;
+        search.failed = false;
+        return;
+      }
+    }
+    search.failed = true;
+  }
+
+  #found(search: HistorySearch): string {
+    return search.at === -1 ? search.saved : (this.#history[search.at] ?? search.saved);
+  }
+
+  #showSearch(): void {
+    const search = this.#search;
+    if (search === undefined) return;
+    this.#rl.setPrompt(`(${search.failed ? 'failed ' : ''}reverse-i-search)\`${search.query}': `);
+    this.#setLine(this.#found(search));
+  }
+
+  #endSearch(line: string): void {
+    this.#search = undefined;
+    this.#rl.setPrompt(this.#prompt);
+    this.#setLine(line);
+  }
+
+  // Replaces the line being edited (the cursor at its end) and draws the prompt with it.
+  #setLine(text: string): void {
+    this.#rl.write(null, { ctrl: true, name: 'e' });
+    this.#rl.write(null, { ctrl: true, name: 'u' });
+    if (text !== '') this.#rl.write(text);
+    this.#rl.prompt(true);
   }
 
   #end(): void {

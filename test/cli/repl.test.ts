@@ -1,8 +1,11 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { Repl } from '../../src/cli/repl.js';
 
-function terminal() {
+function terminal(history?: readonly string[]) {
   const input = new PassThrough() as PassThrough & { isTTY?: boolean; setRawMode?: () => void };
   input.isTTY = true;
   input.setRawMode = () => undefined;
@@ -11,8 +14,34 @@ function terminal() {
   output.on('data', (chunk: Buffer) => {
     shown += chunk.toString('utf8');
   });
-  const repl = new Repl({ input, output, historyFile: undefined });
+  let historyFile: string | undefined;
+  if (history !== undefined) {
+    historyFile = join(mkdtempSync(join(tmpdir(), 'troupe-repl-')), 'chat_history');
+    // Oldest first, as the file keeps it.
+    writeFileSync(historyFile, `${history.join('\n')}\n`);
+  }
+  const repl = new Repl({ input, output, historyFile });
   return { input, repl, shown: () => shown };
+}
+
+// Runs the REPL over `keys` (each write one read) and returns the lines it took.
+async function linesOf(history: readonly string[], keys: readonly string[]) {
+  const { input, repl, shown } = terminal(history);
+  const lines: string[] = [];
+  const done = repl.run({
+    turn: async (line) => {
+      lines.push(line);
+    },
+    command: () => 'exit',
+    status: () => '',
+  });
+  for (const key of keys) {
+    input.write(key);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  input.write('/exit\r');
+  await done;
+  return { lines, shown: shown() };
 }
 
 describe('Repl', () => {
@@ -78,5 +107,49 @@ describe('Repl', () => {
     input.write('\u0003');
     await done;
     expect(turns).toBe(0);
+  });
+
+  describe('Ctrl-R searches the history, newest first', () => {
+    const history = ['read the notes', 'compare the notes', 'summarise the report', 'list files'];
+    const ctrlR = '\u0012';
+
+    it('narrows as you type, and Enter runs the line found', async () => {
+      const { lines, shown } = await linesOf(history, [ctrlR, 'n', 'o', 't', '\r']);
+      expect(lines).toEqual(['compare the notes']);
+      expect(shown).toContain("(reverse-i-search)`not': compare the notes");
+    });
+
+    it('goes to older matches with Ctrl-R again, and Backspace widens the search', async () => {
+      const older = await linesOf(history, [ctrlR, 'notes', ctrlR, '\r']);
+      expect(older.lines).toEqual(['read the notes']);
+      // "rep" finds "summarise the report"; Backspace leaves "re", whose newest match is that line too.
+      const widened = await linesOf(history, [ctrlR, 'r', 'e', 'p', '\u007f', '\r']);
+      expect(widened.lines).toEqual(['summarise the report']);
+    });
+
+    it('Ctrl-G gives the typed line back; an arrow keeps the line found, to edit', async () => {
+      const cancelled = await linesOf(history, ['draft', ctrlR, 'read', '\u0007', ' two', '\r']);
+      expect(cancelled.lines).toEqual(['draft two']);
+      const edited = await linesOf(history, [
+        ctrlR,
+        'list',
+        '\u001b[D',
+        '\u001b[C',
+        ' again',
+        '\r',
+      ]);
+      expect(edited.lines).toEqual(['list files again']);
+    });
+
+    it('says when nothing matches, and keeps what it had found', async () => {
+      const { lines, shown } = await linesOf(history, [ctrlR, 'sum', 'z', '\r']);
+      expect(shown).toContain("(failed reverse-i-search)`sumz': summarise the report");
+      expect(lines).toEqual(['summarise the report']);
+    });
+
+    it('a Ctrl-C in a search ends the search, not the chat', async () => {
+      const { lines } = await linesOf(history, ['x', ctrlR, 'list', '\u0003', 'y', '\r']);
+      expect(lines).toEqual(['xy']);
+    });
   });
 });

@@ -119,10 +119,21 @@ describe.runIf(hasPython())('troupe chat on a terminal (pty)', () => {
     );
   }, 120_000);
 
-  it('leaves on Ctrl-D and finds the history of the last session', async () => {
+  it('searches (Ctrl-R) and recalls (↑) the history of the last session, and leaves on Ctrl-D', async () => {
     expect(existsSync(join(state, 'troupe', 'chat_history'))).toBe(true);
     const session = chat();
     await session.waitFor((screen) => screen.lines().some((line) => /^›( |$)/.test(line)));
+    // Ctrl-R searches the history; Ctrl-G gives the empty line back.
+    await session.press('\u0012', 's', 'l', 'o');
+    await session.waitFor((screen) =>
+      screen.lines().some((line) => line === "(reverse-i-search)`slo': please be slow"),
+    );
+    await session.press('\u0007');
+    await session.waitFor(
+      (screen) =>
+        !screen.lines().some((line) => line.startsWith('(reverse-i-search)')) &&
+        screen.lines().some((line) => line === '›'),
+    );
     session.type(KEYS.up);
     await session.waitFor((screen) => screen.lines().some((line) => line === '› /tokens'));
     session.type('\u0015');
