@@ -248,14 +248,16 @@ export function layOutLines(lines: readonly TreeLine[], options: TreeOptions): T
 /** A flat list of the agents that pass `filter`, in rank order (no tree guides). */
 export function filteredLines(options: TreeOptions, filter: AgentFilter): TreeLine[] {
   const counts = options.state.subAgentsByRole();
-  const agents = [...options.state.agents.values()].filter((agent) => matchesFilter(agent, filter));
-  const rank = (agent: AgentView): number =>
-    agentRank(
-      agent,
-      agent.parentId !== undefined && (counts.get(agent.role ?? '?') ?? 0) <= RARE_ROLE_AGENTS,
-    );
-  agents.sort((a, b) => rank(a) - rank(b));
-  const lines = agents.map((agent): TreeLine => ({ text: '', agent, keep: false, lead: '' }));
+  // Ranks are 0-3: one bucket per rank, in the agents' order, is the stable sort by rank without
+  // its comparisons (a browsed filter of 100,000 agents is laid out every frame).
+  const byRank: TreeLine[][] = [[], [], [], []];
+  for (const agent of options.state.agents.values()) {
+    if (!matchesFilter(agent, filter)) continue;
+    const rare =
+      agent.parentId !== undefined && (counts.get(agent.role ?? '?') ?? 0) <= RARE_ROLE_AGENTS;
+    byRank[agentRank(agent, rare)]?.push({ text: '', agent, keep: false, lead: '' });
+  }
+  const lines = byRank.flat();
   return options.layout === false ? lines : layOutLines(lines, options);
 }
 
