@@ -156,6 +156,8 @@ export class Repl {
   #history: readonly string[];
   /** A Ctrl-R search under way. */
   #search: HistorySearch | undefined;
+  /** What the last search looked for: Ctrl-R twice looks for it again. */
+  #lastQuery = '';
 
   constructor(options: {
     input: TerminalInput;
@@ -287,7 +289,8 @@ export class Repl {
 
   /**
    * Ctrl-R: a reverse incremental search through the history, as in bash.
-   * Typed characters narrow it, Ctrl-R again goes to the next older match,
+   * Typed characters narrow it, Ctrl-R again goes to the next older match
+   * (at once, the last search's text again),
    * Backspace widens it; Enter runs the line found, an arrow or another
    * editing key keeps it to edit, Ctrl-G or Ctrl-C gives the line back as it
    * was. Readline has none (Node's REPL has its own), so the keys are taken
@@ -302,6 +305,7 @@ export class Repl {
       return true;
     }
     if (key === CTRL_R) {
+      if (search.query === '') search.query = this.#lastQuery;
       if (search.query !== '') this.#find(search, search.at + 1);
     } else if (key === CTRL_G || key === CTRL_C) {
       this.#endSearch(search.saved);
@@ -352,6 +356,8 @@ export class Repl {
   }
 
   #endSearch(line: string): void {
+    if (this.#search !== undefined && this.#search.query !== '')
+      this.#lastQuery = this.#search.query;
     this.#search = undefined;
     this.#rl.setPrompt(this.#prompt);
     this.#setLine(line);

@@ -147,6 +147,12 @@ describe('Repl', () => {
       expect(lines).toEqual(['summarise the report']);
     });
 
+    it('Ctrl-R at once looks for the last search again', async () => {
+      const { lines } = await linesOf(history, [ctrlR, 'notes', '\r', ctrlR, ctrlR, ctrlR, '\r']);
+      // "compare the notes" ran first and is now the newest entry: the repeat goes past it.
+      expect(lines).toEqual(['compare the notes', 'read the notes']);
+    });
+
     it('a Ctrl-C in a search ends the search, not the chat', async () => {
       const { lines } = await linesOf(history, ['x', ctrlR, 'list', '\u0003', 'y', '\r']);
       expect(lines).toEqual(['xy']);
