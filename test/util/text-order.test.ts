@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compareNames, groupDigits } from '../../src/util/text-order.js';
+import { compareNames, compareNatural, groupDigits } from '../../src/util/text-order.js';
 
 describe('groupDigits', () => {
   it('writes whole numbers as en-US does, commas between thousands', () => {
@@ -59,5 +59,57 @@ describe('compareNames', () => {
       'Émile',
     ]);
     expect(compareNames('same', 'same')).toBe(0);
+  });
+});
+
+describe('compareNatural', () => {
+  it('orders runs of digits as numbers', () => {
+    const ids = [
+      'researcher-10',
+      'researcher-2',
+      'analyst-1',
+      'researcher-1',
+      'Researcher-3',
+      'worker-007',
+      'worker-7',
+      'a',
+      'a2b',
+      'a10b',
+      'a2',
+      '',
+    ];
+    expect([...ids].sort(compareNatural)).toEqual([
+      '',
+      'a',
+      'a2',
+      'a2b',
+      'a10b',
+      'analyst-1',
+      'researcher-1',
+      'researcher-2',
+      'Researcher-3',
+      'researcher-10',
+      // The same number: the exact characters decide.
+      'worker-007',
+      'worker-7',
+    ]);
+  });
+
+  it('orders agent ids as a numeric collator does', () => {
+    // Seeded ids of the shapes runs have ("role-N", nested "role-N.M"), checked pair by pair.
+    let seed = 5;
+    const next = (below: number): number => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+      return seed % below;
+    };
+    const roles = ['researcher', 'analyst', 'reporter', 'worker'];
+    const ids = Array.from({ length: 200 }, () => {
+      const role = roles[next(roles.length)] ?? 'worker';
+      return next(3) === 0 ? `${role}-${next(30)}.${next(12)}` : `${role}-${next(2000)}`;
+    });
+    const collator = new Intl.Collator('en', { numeric: true });
+    for (const a of ids)
+      for (const b of ids.slice(0, 40))
+        expect(Math.sign(compareNatural(a, b))).toBe(Math.sign(collator.compare(a, b)));
   });
 });

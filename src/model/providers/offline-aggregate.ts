@@ -1,3 +1,4 @@
+import { compareNames, compareNatural } from '../../util/text-order.js';
 import {
   CUE_WORDS,
   contentWords,
@@ -53,7 +54,7 @@ function themesOf(received: readonly ReceivedFindings[]): Theme[] {
   const minimumSources = perSource.size > 1 ? 2 : 1;
   const ranked = [...themes.values()]
     .filter((theme) => theme.sources.length >= minimumSources)
-    .sort((a, b) => weight(b) - weight(a) || b.count - a.count || a.term.localeCompare(b.term));
+    .sort((a, b) => weight(b) - weight(a) || b.count - a.count || compareNames(a.term, b.term));
   const chosen: Theme[] = [];
   for (const theme of ranked) {
     // Skip a word already covered by a chosen phrase with the same sources, and vice versa.
@@ -102,7 +103,7 @@ export function aggregateFindings(received: readonly ReceivedFindings[]): string
   // Sorted by source, so the analysis does not depend on which thread finished first.
   const bySource = new Map<string, OfflineFindings>();
   for (const { findings } of received) bySource.set(findings.source, findings);
-  const sources = [...bySource.values()].sort((a, b) => a.source.localeCompare(b.source));
+  const sources = [...bySource.values()].sort((a, b) => compareNames(a.source, b.source));
   const lines: string[] = [
     `## Analysis across ${sources.length} source${sources.length === 1 ? '' : 's'}`,
     '',
@@ -223,8 +224,8 @@ export function aggregateMessages(received: readonly ReceivedMessage[]): string 
     }))
     .sort(
       (a, b) =>
-        a.from.localeCompare(b.from, 'en', { numeric: true }) ||
-        JSON.stringify(a.fields).localeCompare(JSON.stringify(b.fields)),
+        compareNatural(a.from, b.from) ||
+        compareNames(JSON.stringify(a.fields), JSON.stringify(b.fields)),
     );
   const columns = [...new Set(rows.flatMap((row) => Object.keys(row.fields)))].slice(0, 6);
   const lines = [
