@@ -91,6 +91,28 @@ describe('Repl', () => {
     expect(lines).toEqual(['hello', 'world!', 'café']);
   });
 
+  it('inserts pasted text at the cursor, whole, and a read cut inside an escape sequence still ends it', async () => {
+    const left = '\u001b[D';
+    const long = 'lorem ipsum dolor sit amet '.repeat(800).trim();
+    const { lines } = await linesOf(
+      [],
+      [
+        // A paste into the middle of a line.
+        'hello d',
+        left,
+        'worl',
+        '\r',
+        // A long paste (21 KB) in one read.
+        `${long}\r`,
+        // Ctrl-Left cut after its parameters' start, the rest read with text behind it.
+        'ab',
+        '\u001b[1',
+        ';5Dxy\r',
+      ],
+    );
+    expect(lines).toEqual(['hello world', long, 'xyab']);
+  });
+
   it('a Ctrl-C at an idle prompt warns, a second one leaves', async () => {
     const { input, repl, shown } = terminal();
     let turns = 0;
