@@ -24,8 +24,8 @@ function terminal(history?: readonly string[]) {
   return { input, repl, shown: () => shown };
 }
 
-// Runs the REPL over `keys` (each write one read) and returns the lines it took.
-async function linesOf(history: readonly string[], keys: readonly string[]) {
+// Runs the REPL over `keys` (each write one read) and returns the lines it took and what it showed.
+async function linesOf(history: readonly string[], keys: ReadonlyArray<string | Buffer>) {
   const { input, repl, shown } = terminal(history);
   const lines: string[] = [];
   const done = repl.run({
@@ -67,27 +67,20 @@ describe('Repl', () => {
   });
 
   it('edits at the cursor when several keys arrive in one read, or a read ends inside a key', async () => {
-    const { input, repl } = terminal();
-    const lines: string[] = [];
-    const done = repl.run({
-      turn: async (line) => {
-        lines.push(line);
-      },
-      command: () => 'exit',
-      status: () => '',
-    });
     const left = '\u001b[D';
-    // Typed faster than read: Node's readline took such a read for a paste and appended "e" at the end.
-    input.write(`hllo${left}${left}${left}e\r`);
-    input.write('wrld\u001b[');
-    input.write(`D${left}${left}o\u001b[C\u001b[C\u001b[C!\r`);
-    // A character split across reads stays one character.
     const accented = Buffer.from('café\r', 'utf8');
-    input.write(accented.subarray(0, 4));
-    input.write(accented.subarray(4));
-    await new Promise((resolve) => setImmediate(resolve));
-    input.write('/exit\r');
-    await done;
+    const { lines } = await linesOf(
+      [],
+      [
+        // Typed faster than read: Node's readline took such a read for a paste and appended "e" at the end.
+        `hllo${left}${left}${left}e\r`,
+        'wrld\u001b[',
+        `D${left}${left}o\u001b[C\u001b[C\u001b[C!\r`,
+        // A character split across reads stays one character.
+        accented.subarray(0, 4),
+        accented.subarray(4),
+      ],
+    );
     expect(lines).toEqual(['hello', 'world!', 'café']);
   });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RunState } from '../../src/render/run-state.js';
 import { EventFactory } from '../cli/events.js';
+import { seededIntegers } from '../helpers/seeded.js';
 
 describe('RunState', () => {
   it('shows a reused agent as completed when its first event is a replayed message.sent', () => {
@@ -94,11 +95,7 @@ describe('RunState sums', () => {
 
   it('match a walk over every agent after every event, for 20 seeded runs', () => {
     for (let run = 1; run <= 20; run += 1) {
-      let seed = run * 7919;
-      const next = (below: number): number => {
-        seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
-        return seed % below;
-      };
+      const next = seededIntegers(run * 7919);
       const factory = new EventFactory();
       const price = (
         _model: string | undefined,

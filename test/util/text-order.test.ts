@@ -1,14 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { compareNames, compareNatural, groupDigits } from '../../src/util/text-order.js';
+import { seededIntegers } from '../helpers/seeded.js';
 
 describe('groupDigits', () => {
   it('writes whole numbers as en-US does, commas between thousands', () => {
     // Seeded: the same numbers every run, from 0 to past 2^53.
-    let seed = 17;
-    const next = (): number => {
-      seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
-      return seed;
-    };
+    const next = seededIntegers(17);
     const samples = [0, 1, 12, 123, 999, 1000, 1001, 999_999, 1_000_000, -1, -1234, 2 ** 53 - 1];
     for (let index = 0; index < 500; index += 1)
       samples.push(
@@ -97,11 +94,7 @@ describe('compareNatural', () => {
 
   it('orders agent ids as a numeric collator does', () => {
     // Seeded ids of the shapes runs have ("role-N", nested "role-N.M"), checked pair by pair.
-    let seed = 5;
-    const next = (below: number): number => {
-      seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
-      return seed % below;
-    };
+    const next = seededIntegers(5);
     const roles = ['researcher', 'analyst', 'reporter', 'worker'];
     const ids = Array.from({ length: 200 }, () => {
       const role = roles[next(roles.length)] ?? 'worker';
