@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { errorMessage, TroupeError } from '../errors.js';
+import { compareNatural } from '../util/text-order.js';
 import { hostConfigOf } from './pool-transport.js';
 import { type StoredResult, StoredResultSchema, writeStoredResult } from './resume/result-store.js';
 import type { RuntimeOptions } from './runtime-options.js';
@@ -109,7 +110,8 @@ export async function listNodes(
   } finally {
     await link.nc.close();
   }
-  return nodes.sort((a, b) => a.node.localeCompare(b.node));
+  // node-2 before node-10, the same on every machine (no locale, no ICU data loaded).
+  return nodes.sort((a, b) => compareNatural(a.node, b.node));
 }
 
 // Writes the results kept on NATS that the run folder lacks; an unreadable one is skipped (it runs again).

@@ -63,7 +63,8 @@ export class ToolHost {
   readonly #main: Lane;
   readonly #lanes = new Map<number, Lane>();
   readonly #scope = new AsyncLocalStorage<Running>();
-  readonly #waiting: Running[] = [];
+  // Calls past maxCalls, oldest first; a Set, so a cancelled one leaves in O(1) (no indexOf and splice).
+  readonly #waiting = new Set<Running>();
   readonly #env: NodeJS.ProcessEnv | undefined;
   readonly #timeoutMs: number;
   readonly #maxCalls: number;
@@ -246,7 +247,7 @@ export class ToolHost {
     Atomics.add(this.#state, TOOL_STATE.inflight, 1);
     if (lane.id === MAIN) Atomics.add(this.#state, TOOL_STATE.inflightMain, 1);
     if (this.#active >= this.#maxCalls) {
-      this.#waiting.push(running);
+      this.#waiting.add(running);
       return;
     }
     this.#start(running);
@@ -332,14 +333,15 @@ export class ToolHost {
     if (lane.id === MAIN) Atomics.sub(this.#state, TOOL_STATE.inflightMain, 1);
     if (this.#solo === running) this.#solo = undefined;
     if (running.startedAt === 0) {
-      const index = this.#waiting.indexOf(running);
-      if (index !== -1) this.#waiting.splice(index, 1);
+      this.#waiting.delete(running);
       return true;
     }
     this.#active -= 1;
-    const next = this.#waiting.shift();
-    if (next !== undefined) this.#start(next);
-    else this.#idleWhenClosed();
+    const next = this.#waiting.values().next().value;
+    if (next !== undefined) {
+      this.#waiting.delete(next);
+      this.#start(next);
+    } else this.#idleWhenClosed();
     return true;
   }
 
