@@ -18,6 +18,8 @@ export interface PeerWorkload {
    * a fake model; the server waits `latencyMs` per call.
    */
   baseURL?: string;
+  /** troupe only: the run keeps a journal (a FileJournal in its folder), as `troupe run` does. */
+  journal?: boolean;
 }
 
 /** What one process reports for one implementation and one N. */

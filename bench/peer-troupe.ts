@@ -6,6 +6,7 @@ import { EventBus } from '../src/events/bus.js';
 import { TraceWriter } from '../src/events/trace.js';
 import type { ModelSpec } from '../src/model/model.js';
 import { defineRole, userTool } from '../src/roles/role.js';
+import { FileJournal } from '../src/runtime/resume/journal.js';
 import { Runtime } from '../src/runtime/runtime.js';
 import {
   type FanoutRun,
@@ -44,6 +45,10 @@ export async function troupePhases(
   const bus = new EventBus();
   const trace = new TraceWriter(join(workspace, 'run', 'trace.jsonl'));
   trace.attach(bus);
+  const journal =
+    workload.journal === true
+      ? new FileJournal(join(workspace, 'run', 'journal.jsonl'), { runId: 'bench', task: 'bench' })
+      : undefined;
   const worker = defineRole({
     name: 'worker',
     description: 'Runs the benchmark workload.',
@@ -60,6 +65,7 @@ export async function troupePhases(
     toolModules: [toolModule],
     maxActorsPerThread: Math.max(5000, workload.n),
     maxQueued: Math.max(100_000, workload.n),
+    ...(journal === undefined ? {} : { journal }),
   });
   const run: FanoutRun = async (n) => {
     const results = await Promise.all(
@@ -73,6 +79,7 @@ export async function troupePhases(
     return await measurePhases(workload.n, run);
   } finally {
     await runtime.close();
+    journal?.close();
     trace.close();
     rmSync(workspace, { recursive: true, force: true });
   }

@@ -25,7 +25,7 @@ import { liveFrame } from './live-frame.js';
 import { natsServerPath, startNatsCluster } from './nats.js';
 import { peersSection, type Spread, spreadOf } from './peers.js';
 import { type ScaleMeasurement, scaleFanout } from './scale.js';
-import { sdkPathSection } from './sdk-path.js';
+import { journalSdkPathSection, sdkPathSection } from './sdk-path.js';
 import { median } from './stats.js';
 import { burnTool, noopTool } from './tools.js';
 
@@ -116,6 +116,8 @@ const root = join(here, '..', '..', '..');
 const COLD_STARTS = 10;
 // Issue 18: agents of the real SDK path (streamed HTTP to a local server, per client process).
 const SDK_PATH_N = 200;
+// Pairs of fresh processes for the journal on the real SDK path (issue 14).
+const JOURNAL_SDK_PAIRS = 5;
 
 function fanoutScript(
   latencyMs: number,
@@ -716,8 +718,9 @@ function isolationSection() {
   return isolation;
 }
 
-// Issue 14: the N=1,000 fan-out without and with the journal, in turns.
-function journalSection() {
+// Issue 14: the N=1,000 fan-out without and with the journal, in turns; and the same pair on
+// the real SDK path, where a model call costs what a provider's client costs.
+async function journalSection() {
   const withoutRuns: Measurement[] = [];
   const withRuns: Measurement[] = [];
   for (let index = 0; index < JOURNAL_REPEATS; index += 1) {
@@ -739,6 +742,12 @@ function journalSection() {
     wallRatio: round(journaled.wallMs / without.wallMs, 3),
     cpuRatio: round(journaled.cpuMs / without.cpuMs, 3),
     paired: pairedJournal(),
+    sdkPath: await journalSdkPathSection({
+      n: SDK_PATH_N,
+      latencyMs: LATENCY_MS,
+      turns: TURNS,
+      pairs: JOURNAL_SDK_PAIRS,
+    }),
   };
   console.log(
     `\njournal, N=${JOURNAL_N} fan-out (wall/ideal, cpu ms/agent): without ${journal.without.wallOverIdeal.toFixed(3)}, ${journal.without.cpuMsPerAgent.toFixed(3)}; with ${journal.with.wallOverIdeal.toFixed(3)}, ${journal.with.cpuMsPerAgent.toFixed(3)} (wall x${journal.wallRatio.toFixed(3)}, cpu x${journal.cpuRatio.toFixed(3)})`,
@@ -911,7 +920,7 @@ async function orchestrate(full: boolean): Promise<void> {
   const nats = natsSection();
   const isolation = isolationSection();
   // With --full, the journal's and the OpenTelemetry export's costs too (issues 14 and 16).
-  const journal = full ? journalSection() : undefined;
+  const journal = full ? await journalSection() : undefined;
   const otel = full ? otelSection() : undefined;
   const peers = process.argv.includes('--peers')
     ? peersSection(full, { latencyMs: LATENCY_MS, turns: TURNS, repeats: REPEATS })
@@ -1063,7 +1072,7 @@ if (caseIndex !== -1) {
   if (process.argv.includes('--journal')) {
     // Only the journal figures, merged into bench/results/latest.json.
     const file = join(here, '..', '..', '..', 'bench', 'results', 'latest.json');
-    const journal = journalSection();
+    const journal = await journalSection();
     const latest = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
     writeFileSync(file, `${JSON.stringify({ ...latest, journal }, null, 2)}\n`);
   } else if (process.argv.includes('--otel')) {

@@ -159,3 +159,90 @@ export async function sdkPathSection(options: {
   });
   return { n: options.n, latencyMs: options.latencyMs, rows };
 }
+
+/** The journal's cost on the real SDK path (issue 14): the same troupe client without and with a run journal. */
+export interface JournalSdkPath {
+  n: number;
+  latencyMs: number;
+  pairs: number;
+  without: { wallOverIdeal: number; clientCpuMsPerCall: number };
+  with: { wallOverIdeal: number; clientCpuMsPerCall: number };
+  /** Medians of the pairs' ratios (journaled / not), warm runs. */
+  wallRatio: number;
+  cpuRatio: number;
+  /** What the journal adds to the client's CPU per model call, median of the pairs. */
+  cpuAddedUsPerCall: number;
+}
+
+/**
+ * troupe's client on the real SDK path without and with a `FileJournal`
+ * (every response, tool result and intent recorded, as `troupe run` keeps
+ * them), a fresh process per case, `pairs` pairs in turns (each pair in the
+ * other order than the last), against one local server. Here the model
+ * calls cost what a real provider's client costs (HTTP, streaming, the
+ * SDK's parsing), which the scripted fan-out has none of.
+ */
+export async function journalSdkPathSection(options: {
+  n: number;
+  latencyMs: number;
+  turns: number;
+  pairs: number;
+}): Promise<JournalSdkPath> {
+  const server = await startServer(options.latencyMs, options.turns);
+  const idealMs = options.latencyMs * options.turns;
+  const calls = options.n * options.turns;
+  const measureOne = (journal: boolean): PhaseMeasurement => {
+    const workload = {
+      impl: 'troupe',
+      n: options.n,
+      latencyMs: options.latencyMs,
+      turns: options.turns,
+      baseURL: `${server.url}/v1`,
+      journal,
+    };
+    const output = execFileSync(
+      process.execPath,
+      ['--expose-gc', caseScript, '--case', JSON.stringify(workload)],
+      { encoding: 'utf8', maxBuffer: 1 << 20 },
+    );
+    const measured = JSON.parse(output.trim().split('\n').at(-1) ?? '{}') as PhaseMeasurement;
+    if (measured.wrong !== 0)
+      throw new Error(`troupe on the SDK path: ${measured.wrong} agents did not run as asked`);
+    return measured;
+  };
+  const pairs: Array<{ without: PhaseMeasurement; with: PhaseMeasurement }> = [];
+  try {
+    for (let index = 0; index < options.pairs; index += 1) {
+      const withoutFirst = index % 2 === 0;
+      const first = measureOne(!withoutFirst);
+      const second = measureOne(withoutFirst);
+      pairs.push(
+        withoutFirst ? { without: first, with: second } : { without: second, with: first },
+      );
+    }
+  } finally {
+    server.child.kill();
+  }
+  const of = (pick: (pair: (typeof pairs)[number]) => number, digits: number): number =>
+    spreadOf(pairs.map(pick), digits).median;
+  const result: JournalSdkPath = {
+    n: options.n,
+    latencyMs: options.latencyMs,
+    pairs: pairs.length,
+    without: {
+      wallOverIdeal: of((pair) => pair.without.wallMs / idealMs, 3),
+      clientCpuMsPerCall: of((pair) => pair.without.cpuMs / calls, 3),
+    },
+    with: {
+      wallOverIdeal: of((pair) => pair.with.wallMs / idealMs, 3),
+      clientCpuMsPerCall: of((pair) => pair.with.cpuMs / calls, 3),
+    },
+    wallRatio: of((pair) => pair.with.wallMs / pair.without.wallMs, 3),
+    cpuRatio: of((pair) => pair.with.cpuMs / pair.without.cpuMs, 3),
+    cpuAddedUsPerCall: of((pair) => ((pair.with.cpuMs - pair.without.cpuMs) / calls) * 1000, 1),
+  };
+  console.log(
+    `journal on the real SDK path, N=${options.n} x ${options.turns} streamed calls, ${result.pairs} pairs of fresh processes (medians of the pairs): client CPU per call ${result.without.clientCpuMsPerCall.toFixed(3)} ms without, ${result.with.clientCpuMsPerCall.toFixed(3)} ms with (cpu x${result.cpuRatio.toFixed(3)}, ${result.cpuAddedUsPerCall} us added per call); wall x${result.wallRatio.toFixed(3)}`,
+  );
+  return result;
+}
