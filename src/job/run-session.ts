@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { TroupeError } from '../errors.js';
 import { EventBus } from '../events/bus.js';
 import { readTrace, TraceWriter } from '../events/trace.js';
-import { FileJournal } from '../runtime/resume/journal.js';
+import { FileJournal, type JournalFileMirror, readJournal } from '../runtime/resume/journal.js';
 import { Runtime } from '../runtime/runtime.js';
 import type { RuntimeOptions } from '../runtime/runtime-options.js';
 import type { Transport } from '../runtime/wire/transport.js';
@@ -54,6 +54,17 @@ export interface StartRunOptions
   coordinatorRoles?: readonly string[] | undefined;
   /** Keep a journal so the run can be resumed (default true). */
   journal?: boolean | undefined;
+  /**
+   * Keeps the journal elsewhere too (`openNatsJournalMirror`): opened before
+   * the journal file, which it may first write from what it holds (a resume
+   * on another machine), and closed after it.
+   */
+  mirrorJournal?:
+    | ((run: {
+        runId: string;
+        path: string;
+      }) => Promise<JournalFileMirror & { close(): Promise<void> }>)
+    | undefined;
   /** Places sub-agents elsewhere (worker nodes): made from the run's runtime options once they are known. */
   transport?:
     | ((run: { runId: string; options: RuntimeOptions; resumed: boolean }) => Promise<Transport>)
@@ -111,6 +122,14 @@ export function resolveRun(options: Pick<StartRunOptions, 'out' | 'resume' | 'ta
     if (task === undefined && existsSync(paths.trace)) {
       task = readTrace(paths.trace).events.find((event) => event.type === 'run.started')?.task;
     }
+    // A folder rebuilt from a journal kept elsewhere (a NATS mirror) has no trace yet: its journal names the task.
+    if (task === undefined && existsSync(paths.journal)) {
+      try {
+        task = readJournal(paths.journal).task;
+      } catch {
+        // Not a journal: the message below says what to do.
+      }
+    }
     if (task === undefined) {
       throw usage(
         `Cannot resume ${runId}: its trace has no run.started event; pass the task again.`,
@@ -145,8 +164,12 @@ export async function startRun(options: StartRunOptions): Promise<RunSession> {
     if (!stop.signal.aborted) stop.abort(error);
   };
   let journal: FileJournal | undefined;
+  let mirror: (JournalFileMirror & { close(): Promise<void> }) | undefined;
   let trace: TraceWriter;
   try {
+    if (options.journal !== false && options.mirrorJournal !== undefined) {
+      mirror = await options.mirrorJournal({ runId, path: paths.journal });
+    }
     // Opened first: a journal of another run or task stops here, with the trace untouched.
     // Redacted like every file troupe writes: a recorded call that held a secret goes live on resume.
     journal =
@@ -155,7 +178,11 @@ export async function startRun(options: StartRunOptions): Promise<RunSession> {
         : new FileJournal(
             paths.journal,
             { runId, task },
-            { redact: createRedactor(options.env ?? process.env), onError: onStorageError },
+            {
+              redact: createRedactor(options.env ?? process.env),
+              onError: onStorageError,
+              mirror,
+            },
           );
     // A resumed run starts a fresh trace.jsonl (seq is gap-free per attempt); earlier attempts stay beside it.
     if (resumed) rotateTrace(paths.trace);
@@ -165,6 +192,7 @@ export async function startRun(options: StartRunOptions): Promise<RunSession> {
     });
   } catch (error) {
     journal?.close();
+    await mirror?.close();
     releaseLock();
     throw storageError(error, paths.runDir);
   }
@@ -179,6 +207,7 @@ export async function startRun(options: StartRunOptions): Promise<RunSession> {
     maxSteps,
     coordinatorRoles,
     journal: _journal,
+    mirrorJournal: _mirrorJournal,
     transport: makeTransport,
     ...runtimeParts
   } = options;
@@ -199,6 +228,7 @@ export async function startRun(options: StartRunOptions): Promise<RunSession> {
   } catch (error) {
     trace.close();
     journal?.close();
+    await mirror?.close();
     releaseLock();
     throw error;
   }
@@ -228,6 +258,8 @@ export async function startRun(options: StartRunOptions): Promise<RunSession> {
         error ??= caught;
       });
       journal?.close();
+      // What the journal wrote last reaches its mirror before the run says it is done (bounded).
+      await mirror?.close();
       trace.close();
       releaseLock();
     }

@@ -6,6 +6,7 @@ import { compareNatural } from '../util/text-order.js';
 import { hostConfigOf } from './pool-transport.js';
 import { type StoredResult, StoredResultSchema, writeStoredResult } from './resume/result-store.js';
 import type { RuntimeOptions } from './runtime-options.js';
+import type { JournalMirror } from './wire/nats/journal-mirror.js';
 import type { NatsConnectOptions } from './wire/nats/nats-link.js';
 import type { NatsTransport, NatsTransportOptions } from './wire/nats/nats-transport.js';
 import type { NodeInfo, RemoteHostConfig } from './wire/nats/node-wire.js';
@@ -60,6 +61,53 @@ export async function createNatsTransport(
   }
   const { url: _url, env: _natsEnv, ...transportOptions } = nats;
   return new NatsTransport({ ...transportOptions, link, runId, config });
+}
+
+/**
+ * The mirror of run `runId`'s journal file at `path` in JetStream, on a
+ * connection of its own (see JournalMirror): opened before the FileJournal
+ * that writes the file, which it first makes agree with what NATS holds (a
+ * resume on a machine without the file gets it from NATS). Give it to the
+ * FileJournal as `mirror`; `close()` it after the journal.
+ */
+export async function openNatsJournalMirror(
+  runId: string,
+  path: string,
+  nats: Pick<NatsRunOptions, 'url' | 'env' | 'deadAfterMs'>,
+): Promise<JournalMirror> {
+  const [{ connectNats, ensureStreams }, { openJournalMirror }] = await Promise.all([
+    import('./wire/nats/nats-link.js'),
+    import('./wire/nats/journal-mirror.js'),
+  ]);
+  const link = await connectNats({
+    url: nats.url,
+    name: `troupe run ${runId} journal`,
+    env: nats.env,
+  });
+  try {
+    await ensureStreams(link, nats.deadAfterMs ?? 15_000);
+    return (await openJournalMirror(link, runId, path)).mirror;
+  } catch (error) {
+    await link.nc.close();
+    throw error;
+  }
+}
+
+/**
+ * For `--resume <runId> --nats` on a machine whose `out` has no folder for
+ * the run: writes the run's journal from its NATS mirror into a new run
+ * folder, so the resume replays the coordinator's turns and finds the task.
+ * False (nothing written) when NATS holds no journal of the run.
+ */
+export async function restoreRunJournal(
+  runId: string,
+  path: string,
+  nats: Pick<NatsRunOptions, 'url' | 'env' | 'deadAfterMs'>,
+): Promise<boolean> {
+  if (existsSync(path)) return false;
+  const mirror = await openNatsJournalMirror(runId, path, nats);
+  await mirror.close();
+  return existsSync(path);
 }
 
 /** Connects and starts a worker node; `stop(graceMs)` drains it. */

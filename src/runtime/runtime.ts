@@ -222,6 +222,7 @@ export class Runtime {
       },
       flushJournal: () => this.#journal?.flush(),
       journalFailure: () => this.#journal?.failure?.message,
+      journalDurable: () => this.#journal?.durable?.(),
       reserve: (request, signal) =>
         this.#guard.reservations?.reserve(request, signal) ??
         Promise.resolve({ ok: false, reason: 'This run keeps no token or cost budget.' }),

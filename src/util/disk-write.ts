@@ -48,18 +48,27 @@ export class FileAppender {
   // Bytes a failed write left unwritten (the end of a torn line first): written before anything else.
   #unwritten: Buffer | undefined;
   #failure: TroupeError | undefined;
+  readonly #onWritten: ((bytes: Buffer) => void) | undefined;
+  // Bytes a failed write did write (up to where it stopped): reported with the rest once that is.
+  #written: Buffer | undefined;
 
-  /** `what` names the file in a failure's message: "cannot write the <what> to <path>". */
+  /**
+   * `what` names the file in a failure's message: "cannot write the <what> to <path>".
+   * `onWritten` is given the bytes of every write once they are all on the file, so
+   * never a line a failed write cut short (a mirror of the file gets whole lines only).
+   */
   constructor(
     fd: number,
     path: string,
     what: string,
     onError?: ((error: TroupeError) => void) | undefined,
+    onWritten?: ((bytes: Buffer) => void) | undefined,
   ) {
     this.#fd = fd;
     this.path = path;
     this.#what = what;
     this.#onError = onError;
+    this.#onWritten = onWritten;
   }
 
   /** Why the last write failed, while bytes wait to be written; undefined once all are. */
@@ -76,14 +85,22 @@ export class FileAppender {
     if (this.#fd === undefined) return;
     if (lines.length === 0 && this.#unwritten === undefined) return;
     const bytes = encodeLines(lines, terminated);
-    const outcome = writeFully(
-      this.#fd,
-      this.#unwritten === undefined ? bytes : Buffer.concat([this.#unwritten, bytes]),
-    );
+    const all = this.#unwritten === undefined ? bytes : Buffer.concat([this.#unwritten, bytes]);
+    const outcome = writeFully(this.#fd, all);
     if (outcome.ok) {
       this.#unwritten = undefined;
       this.#failure = undefined;
+      if (this.#onWritten !== undefined) {
+        const written = this.#written;
+        this.#written = undefined;
+        this.#onWritten(written === undefined ? all : Buffer.concat([written, all]));
+      }
       return;
+    }
+    if (this.#onWritten !== undefined) {
+      const head = all.subarray(0, all.length - outcome.rest.length);
+      this.#written =
+        this.#written === undefined ? Buffer.from(head) : Buffer.concat([this.#written, head]);
     }
     this.#unwritten = Buffer.from(outcome.rest);
     if (this.#failure !== undefined) return;

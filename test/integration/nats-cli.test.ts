@@ -75,14 +75,16 @@ function runDirOf(at: Place): string {
 /** `troupe run … --nats <url>` as a child process (the coordinator), its stderr kept. */
 function troupeRun(
   at: Place,
-  resume: boolean,
+  resume: boolean | string,
 ): { child: ChildProcess; done: Promise<number | null>; stderr: () => string } {
   const child = spawn(
     process.execPath,
     [
       join(root, 'bin', 'troupe.js'),
       'run',
-      ...(resume ? ['--resume', readdirSync(at.out)[0] ?? ''] : [TASK]),
+      ...(resume === false
+        ? [TASK]
+        : ['--resume', resume === true ? (readdirSync(at.out)[0] ?? '') : resume]),
       '--nats',
       nats.url,
       '--provider',
@@ -180,5 +182,53 @@ describe.skipIf(natsServerBinary() === undefined)('troupe run --nats (child proc
       expect(readFileSync(join(runDir, 'report.md'), 'utf8'), label).toBe(REPORT);
     }
     expect(landed).toBeGreaterThanOrEqual(moments.length - 1);
+  }, 600_000);
+
+  it("resumes on a machine without the run folder: the journal comes from its NATS mirror, and the coordinator's finished turns are not paid again", async () => {
+    const reference = place();
+    server.reset();
+    const clean = troupeRun(reference, false);
+    expect(await clean.done, `${clean.stderr()}\n${logs()}`).toBe(0);
+    const uninterrupted = server.received;
+    const agents = [...server.agents];
+    // Killed in a clerk's first call (the coordinator's delegation is done) and in the coordinator's
+    // turn between the clerks and the reporter (its turns and every clerk's are done).
+    const moments = [agents.indexOf('clerk') + 1, agents.indexOf('reporter')];
+    let landed = 0;
+    for (const moment of moments) {
+      const label = `kill at request ${moment} (${agents[moment - 1]}), resumed elsewhere`;
+      const at = place();
+      server.reset();
+      const run = troupeRun(at, false);
+      let killed = false;
+      let cut = new Set<number>();
+      server.onChunk = (request, chunk) => {
+        if (request === moment && chunk === 2 && !killed) {
+          killed = true;
+          cut = server.open();
+          run.child.kill('SIGKILL');
+        }
+      };
+      const code = await run.done;
+      server.onChunk = undefined;
+      if (!killed) continue;
+      landed += 1;
+      expect(code, label).toBe(null);
+      const runId = readdirSync(at.out)[0] ?? '';
+      // Another machine: the same workspace (the files the clerks wrote), an out folder without the run.
+      const elsewhere: Place = { ...at, out: join(place().dir, 'out') };
+      const resumed = troupeRun(elsewhere, runId);
+      expect(await resumed.done, `${label}\n${resumed.stderr()}\n${logs()}`).toBe(0);
+      for (const request of server.aborted) cut.add(request);
+      const extra = server.received - uninterrupted;
+      expect(extra, label).toBeGreaterThanOrEqual(0);
+      expect(extra, `${label}: requests ${[...cut].join(', ')} cut\n${logs()}`).toBeLessThanOrEqual(
+        cut.size,
+      );
+      const runDir = join(elsewhere.out, runId);
+      expect(readFileSync(join(runDir, 'answer.md'), 'utf8').trim(), label).toBe(FINAL);
+      expect(readFileSync(join(runDir, 'report.md'), 'utf8'), label).toBe(REPORT);
+    }
+    expect(landed).toBeGreaterThanOrEqual(1);
   }, 600_000);
 });

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { CompressionSetting } from '../../agent/history.js';
 import { errorMessage, isTroupeError } from '../../errors.js';
@@ -16,7 +16,12 @@ import { describeModel, type ModelSpec } from '../../model/model.js';
 import type { LiveRenderer } from '../../render/live.js';
 import type { AnyRole } from '../../roles/role.js';
 import type { ModelPrice } from '../../runtime/budget/usage-ledger.js';
-import { createNatsTransport, type NatsRunOptions } from '../../runtime/nats-setup.js';
+import {
+  createNatsTransport,
+  type NatsRunOptions,
+  openNatsJournalMirror,
+  restoreRunJournal,
+} from '../../runtime/nats-setup.js';
 import { DEFAULT_GRANTS, PERMISSION_TIERS } from '../../tools/permissions.js';
 import type { SandboxPolicy } from '../../tools/sandbox-policy.js';
 import type { ApprovalRequest, PermissionTier } from '../../tools/tool.js';
@@ -292,6 +297,14 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
   if (settings.task === undefined && settings.resume === undefined) {
     throw usageError('troupe run needs a task.');
   }
+  // Resumed on a machine that has no folder for the run: its journal comes from its NATS mirror.
+  if (settings.resume !== undefined && settings.nats !== undefined) {
+    await restoreRunJournal(settings.resume, join(settings.out, settings.resume, 'journal.jsonl'), {
+      url: settings.nats,
+      env: io.env,
+      ...natsTimings(io.env),
+    });
+  }
   // Checked before anything is shown or written: a bad --resume is a usage error.
   resolveRun({ out: settings.out, resume: settings.resume, task: settings.task });
   if (settings.unsafeNoSandbox === true) {
@@ -367,6 +380,13 @@ export async function executeJob(io: CliIo, settings: JobSettings): Promise<numb
       ...(settings.nats === undefined
         ? {}
         : {
+            // The journal is mirrored in JetStream too: a resume on another machine replays it.
+            mirrorJournal: ({ runId, path }) =>
+              openNatsJournalMirror(runId, path, {
+                url: settings.nats as string,
+                env: io.env,
+                ...natsTimings(io.env),
+              }),
             transport: ({ runId, options, resumed }) =>
               createNatsTransport(runId, options, {
                 url: settings.nats as string,

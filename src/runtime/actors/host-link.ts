@@ -44,6 +44,8 @@ export interface HostLinkDeps {
   flushJournal(): void;
   /** Why the journal cannot be written now (a full disk), if it cannot. */
   journalFailure?(): string | undefined;
+  /** When the journal is kept elsewhere too (a NATS mirror): settles once what was flushed is stored there. */
+  journalDurable?(): Promise<void> | undefined;
   /** Room in the tree budget for a worker actor's model call (a budgeted run). */
   reserve?(request: ReservationRequest, signal: AbortSignal): Promise<ReservationAnswer>;
   /** A worker actor's budgeted call ended. */
@@ -155,14 +157,25 @@ export class HostLink {
     // Before anything of this batch can reach the trace by its timer: what it shows as done is journaled.
     this.#deps.flushJournal();
     // Only now may the tools whose intents came in this batch run, and only if they are durable.
-    const refused = intents.length === 0 ? undefined : this.#deps.journalFailure?.();
-    for (const requestId of intents) {
-      this.#deps.scheduler.reply(hostId, {
-        type: 'journal.answered',
-        requestId,
-        ...(refused === undefined ? {} : { refused }),
-      });
-    }
+    if (intents.length === 0) return;
+    const answer = (refused: string | undefined): void => {
+      for (const requestId of intents) {
+        this.#deps.scheduler.reply(hostId, {
+          type: 'journal.answered',
+          requestId,
+          ...(refused === undefined ? {} : { refused }),
+        });
+      }
+    };
+    const refused = this.#deps.journalFailure?.();
+    const durable = refused === undefined ? this.#deps.journalDurable?.() : undefined;
+    if (durable === undefined) answer(refused);
+    // Kept elsewhere too: the tools run once their intents are stored there (or are refused).
+    else
+      durable.then(
+        () => answer(undefined),
+        (error: unknown) => answer(errorMessage(error)),
+      );
   }
 
   /** A host is gone: the pooled tool calls its actors made are given up, and their budget asks. */

@@ -61,7 +61,24 @@ export interface Journal {
   flush(): void;
   /** Set while a write failed and records wait (a full disk): what a tool's intent is refused with. */
   readonly failure?: TroupeError | undefined;
+  /**
+   * Present when the journal is also kept elsewhere (a NATS mirror, see
+   * JournalMirror): resolves once everything flushed so far is stored there
+   * too, rejects with why not. A tool that is not idempotent waits for it
+   * before it runs, so its intent is durable wherever a resume may read it.
+   */
+  readonly durable?: (() => Promise<void>) | undefined;
   close(): void;
+}
+
+/** Where a FileJournal's file is mirrored as it is written (JournalMirror). */
+export interface JournalFileMirror {
+  /** Bytes just written to the file, whole lines, after everything written before them. */
+  write(bytes: Uint8Array): void;
+  /** Resolves once everything written so far is stored; rejects with why when it is not. */
+  settled(): Promise<void>;
+  /** Why something written is not stored, while it is not. */
+  readonly failure: TroupeError | undefined;
 }
 
 /**
@@ -226,6 +243,8 @@ export class FileJournal implements Journal {
   // Lines appended since the last flush, each with its newline (one item may hold many lines).
   #buffer: string[] = [];
   readonly #redact: ((text: string) => string) | undefined;
+  readonly #mirror: JournalFileMirror | undefined;
+  readonly durable: (() => Promise<void>) | undefined;
   // How much of the file #entries holds, and whether records were appended after it.
   #read: number;
   #unread = false;
@@ -245,10 +264,15 @@ export class FileJournal implements Journal {
     options: {
       redact?: ((text: string) => string) | undefined;
       onError?: ((error: TroupeError) => void) | undefined;
+      /** Also keeps what is written elsewhere (a NATS mirror; see `durable`). */
+      mirror?: JournalFileMirror | undefined;
     } = {},
   ) {
     this.path = path;
     this.#redact = options.redact;
+    const mirror = options.mirror;
+    this.#mirror = mirror;
+    this.durable = mirror === undefined ? undefined : () => mirror.settled();
     this.runId = run.runId;
     this.task = run.task;
     mkdirSync(dirname(path), { recursive: true });
@@ -276,8 +300,15 @@ export class FileJournal implements Journal {
       const header = line({ journal: 1, runId: run.runId, task: run.task });
       writeFileSync(path, header);
       this.#read = Buffer.byteLength(header);
+      mirror?.write(Buffer.from(header));
     }
-    this.#file = new FileAppender(openSync(path, 'a'), path, 'journal', options.onError);
+    this.#file = new FileAppender(
+      openSync(path, 'a'),
+      path,
+      'journal',
+      options.onError,
+      mirror === undefined ? undefined : (bytes) => mirror.write(bytes),
+    );
   }
 
   entries(key: string): readonly JournalEntry[] {
@@ -345,9 +376,9 @@ export class FileJournal implements Journal {
     this.#opened.delete(key);
   }
 
-  /** Why the last write failed, while records wait to be written; undefined once all are. */
+  /** Why the last write failed, while records wait to be written (or to be mirrored); undefined once all are. */
   get failure(): TroupeError | undefined {
-    return this.#file.failure;
+    return this.#file.failure ?? this.#mirror?.failure;
   }
 
   flush(): void {
@@ -384,7 +415,7 @@ export class FileJournal implements Journal {
     } finally {
       closeSync(fd);
     }
-    this.#unread = this.failure !== undefined;
+    this.#unread = this.#file.failure !== undefined;
     for (const raw of text.split('\n')) {
       const value =
         raw === '' ? undefined : (checked(raw) as { a?: unknown; e?: unknown; n?: unknown });
@@ -415,7 +446,9 @@ export function agentJournal(journal: Journal, key: string): AgentJournal {
       journal.append(key, entry);
       journal.flush();
       // Not durable: the tool must not run (on resume it would look never started).
-      return journal.failure === undefined ? Promise.resolve() : Promise.reject(journal.failure);
+      if (journal.failure !== undefined) return Promise.reject(journal.failure);
+      // Kept elsewhere too (a NATS mirror): the tool runs once it is stored there.
+      return journal.durable?.() ?? Promise.resolve();
     },
   };
 }

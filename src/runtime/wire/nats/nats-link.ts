@@ -20,6 +20,12 @@ export const STREAMS = {
   responses: 'TROUPE_RESPONSES',
   /** Finished actors' stored results: the last message per subject holds one, for a resume elsewhere. */
   results: 'TROUPE_RESULTS',
+  /**
+   * The coordinator's run journal (journal.jsonl), mirrored as it is written:
+   * chunks of whole lines in file order (see JournalMirror), so a coordinator
+   * resumed on another machine replays its own turns and its tools' intents.
+   */
+  runJournal: 'TROUPE_RUN_JOURNAL',
 } as const;
 
 /** The durable pull consumer every worker node takes work from: spawns for any node (`troupe.work.<runId>`). */
@@ -49,6 +55,7 @@ export const subjects = {
     `troupe.responses.${token(runId)}.${token(node)}`,
   responsesOf: (runId: string): string => `troupe.responses.${token(runId)}.*`,
   result: (runId: string, key: string): string => `troupe.results.${token(runId)}.${token(key)}`,
+  runJournal: (runId: string): string => `troupe.runlog.${token(runId)}`,
   results: (runId: string): string => `troupe.results.${token(runId)}.>`,
   nodesPing: 'troupe.nodes.ping',
   nodesBeat: 'troupe.nodes.beat',
@@ -199,6 +206,16 @@ export async function ensureStreams(link: NatsLink, deadAfterMs: number): Promis
         max_age: maxAge,
       }),
     () => link.jsm.streams.info(STREAMS.results),
+  );
+  await ensure(
+    () =>
+      link.jsm.streams.add({
+        name: STREAMS.runJournal,
+        subjects: ['troupe.runlog.>'],
+        storage: StorageType.File,
+        max_age: maxAge,
+      }),
+    () => link.jsm.streams.info(STREAMS.runJournal),
   );
   await link.jsm.consumers.delete(STREAMS.work, LEGACY_WORK_CONSUMER).catch(() => false);
   await ensureWorkConsumer(link, WORK_CONSUMER, 'troupe.work.*', deadAfterMs);

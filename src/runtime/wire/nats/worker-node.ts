@@ -149,6 +149,9 @@ export class WorkerNode {
   readonly #link: NatsLink;
   readonly #deadAfterMs: number;
   readonly #runs = new Map<string, NodeRun>();
+  // The latest coordinator session seen of each run: work of an older one is stale, even once
+  // the run it had here is closed (a resumed coordinator's run starts afresh on this node).
+  readonly #sessions = new Map<string, Session>();
   readonly #subs: Subscription[] = [];
   readonly #hashes = new Map<string, string>();
   /** Spawns of finished actors to acknowledge at the end of this turn, with the batches of their results. */
@@ -416,18 +419,19 @@ export class WorkerNode {
     this.#place(run);
   }
 
-  // Its coordinator was replaced (a resumed session): what the old one left here is garbage now.
+  // Its coordinator was replaced (a resumed session): what the old one left here is garbage now,
+  // threads included. The new session's first spawn sets the run up again from its own config: a
+  // coordinator resumed on another machine has another run folder (where write_file writes),
+  // perhaps another workspace, and names other role and model keys.
   #replaceSession(run: NodeRun, session: Session): void {
+    this.#sessions.set(run.runId, session);
     for (const actor of [...run.actors.values()]) {
       if (actor.dropped) continue;
       this.#drop(actor, 'its coordinator was replaced');
       actor.msg.term();
     }
-    run.session = session;
-    run.lastBeat = Date.now();
-    // Role and model keys are the session's own: the new one's name other values.
-    for (const host of run.hosts.values()) host.defined.clear();
     this.#log(`run ${run.runId}: a resumed coordinator took over; the old one's actors stopped`);
+    void this.#closeRun(run, 2000);
   }
 
   // Why this node cannot host the work, if it cannot: another wire version or other tool code.
@@ -479,12 +483,21 @@ export class WorkerNode {
 
   // The node's share of the work's run, set up on first use; undefined for a replaced session's work.
   #runOf(work: WorkItem): NodeRun | undefined {
-    const run = this.#runs.get(work.runId);
+    const latest = this.#sessions.get(work.runId);
+    if (
+      latest !== undefined &&
+      latest.id !== work.session.id &&
+      work.session.startedAt < latest.startedAt
+    )
+      return undefined;
+    let run = this.#runs.get(work.runId);
     if (run !== undefined && run.session.id !== work.session.id) {
       if (work.session.startedAt < run.session.startedAt) return undefined;
       this.#replaceSession(run, work.session);
+      run = undefined;
     }
     if (run !== undefined) return run;
+    this.#sessions.set(work.runId, work.session);
     const config = work.config;
     const transport = new LocalTransport({
       threads: this.#options.threads,

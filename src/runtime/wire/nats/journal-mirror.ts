@@ -1,0 +1,185 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { MsgRequest } from '@nats-io/jetstream';
+import { errorMessage, TroupeError } from '../../../errors.js';
+import { checkedJson } from '../../../util/checked-line.js';
+import { type NatsLink, STREAMS, subjects } from './nats-link.js';
+
+/**
+ * A run's journal file (journal.jsonl) mirrored in JetStream as it is
+ * written (stream `TROUPE_RUN_JOURNAL`, subject `troupe.runlog.<runId>`):
+ * each message is a chunk of whole lines, `<offset>\n<bytes>`, where offset
+ * is where the bytes start in the file. So the mirror is always a prefix of
+ * the file, and a coordinator resumed on a machine without the run folder
+ * rebuilds the file from it and replays its own turns, its tools' intents and
+ * every record its sub-agents' threads sent, as on the machine it died on.
+ *
+ * Durability: `settled()` resolves once every chunk written so far is stored
+ * in JetStream. A tool that is not idempotent runs only after its intent is
+ * settled here too (the host link and the coordinator's journal wait for it),
+ * so at-most-once holds for a resume on either machine. Other records are
+ * mirrored behind the file: a coordinator that dies loses from the mirror at
+ * most what JetStream had not acknowledged, and a resume elsewhere pays for
+ * those calls again (the same machine has them in the file).
+ */
+export class JournalMirror {
+  readonly #link: NatsLink;
+  readonly #subject: string;
+  #offset: number;
+  readonly #pending = new Set<Promise<unknown>>();
+  // Chunks JetStream did not store (a timeout, a lost connection): sent again until it does.
+  readonly #failed = new Map<number, Uint8Array>();
+  #failure: TroupeError | undefined;
+
+  constructor(link: NatsLink, runId: string, offset: number) {
+    this.#link = link;
+    this.#subject = subjects.runJournal(runId);
+    this.#offset = offset;
+  }
+
+  /** Why a chunk is not stored, while one is not: a tool's intent is refused meanwhile. */
+  get failure(): TroupeError | undefined {
+    return this.#failed.size === 0 ? undefined : this.#failure;
+  }
+
+  /** Mirrors bytes just written to the file after everything written before them. */
+  write(bytes: Uint8Array): void {
+    if (bytes.length === 0) return;
+    const offset = this.#offset;
+    this.#offset += bytes.length;
+    if (this.#failed.size > 0) this.#retry();
+    this.#send(offset, bytes);
+  }
+
+  /** Resolves once every chunk written so far is stored; rejects with why when one is not. */
+  async settled(): Promise<void> {
+    await Promise.all(this.#pending);
+    if (this.#failed.size === 0) return;
+    this.#retry();
+    await Promise.all(this.#pending);
+    const failure = this.failure;
+    if (failure !== undefined) throw failure;
+  }
+
+  /** Waits (at most `graceMs`) for what is still on its way, then closes the connection. */
+  async close(graceMs = 5000): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      this.settled().catch(() => undefined),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, graceMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    await this.#link.nc.close().catch(() => undefined);
+  }
+
+  #retry(): void {
+    const failed = [...this.#failed];
+    this.#failed.clear();
+    for (const [offset, bytes] of failed) this.#send(offset, bytes);
+  }
+
+  #send(offset: number, bytes: Uint8Array): void {
+    const head = new TextEncoder().encode(`${offset}\n`);
+    const message = new Uint8Array(head.length + bytes.length);
+    message.set(head);
+    message.set(bytes, head.length);
+    const stored = this.#link.writer.publish(this.#subject, message).then(
+      () => undefined,
+      (error: unknown) => {
+        this.#failed.set(offset, bytes);
+        this.#failure = new TroupeError(
+          'io.write_failed',
+          `cannot mirror the run journal to NATS at ${this.#link.where}: ${errorMessage(error)}`,
+          { cause: error },
+        );
+      },
+    );
+    this.#pending.add(stored);
+    void stored.then(() => this.#pending.delete(stored));
+  }
+}
+
+/**
+ * The mirror's bytes from the file's start, as far as they are contiguous:
+ * every chunk is a slice of the same file, so chunks that cover the same
+ * bytes agree, and one sent again after a failure may come after later ones.
+ */
+async function readMirror(link: NatsLink, runId: string): Promise<Buffer> {
+  const subject = subjects.runJournal(runId);
+  const chunks: Array<{ offset: number; bytes: Buffer }> = [];
+  let seq = 1;
+  for (;;) {
+    const stored = await link.jsm.streams.getMessage(STREAMS.runJournal, {
+      seq,
+      next_by_subj: subject,
+    } as unknown as MsgRequest);
+    if (stored === null) break;
+    seq = stored.seq + 1;
+    const data = Buffer.from(stored.data);
+    const split = data.indexOf(0x0a);
+    const offset = split === -1 ? Number.NaN : Number(data.subarray(0, split).toString());
+    if (Number.isInteger(offset) && offset >= 0)
+      chunks.push({ offset, bytes: data.subarray(split + 1) });
+  }
+  chunks.sort((a, b) => a.offset - b.offset);
+  const parts: Buffer[] = [];
+  let length = 0;
+  for (const { offset, bytes } of chunks) {
+    // A gap: nothing after it can be placed; the prefix before it is kept.
+    if (offset > length) break;
+    const fresh = bytes.subarray(Math.min(bytes.length, length - offset));
+    if (fresh.length === 0) continue;
+    parts.push(fresh);
+    length += fresh.length;
+  }
+  return Buffer.concat(parts, length);
+}
+
+/**
+ * Opens the mirror of run `runId`'s journal at `path`, first making the file
+ * and the mirror agree: when the mirror holds more whole lines than the file
+ * (the file is missing: a resume on another machine, or older), the file is
+ * written from it; when the file holds more (the mirror lost the last chunks
+ * with the coordinator that died), the rest is mirrored first. Returns the
+ * mirror, to be given to the FileJournal opened at `path` next.
+ */
+export async function openJournalMirror(
+  link: NatsLink,
+  runId: string,
+  path: string,
+): Promise<{ mirror: JournalMirror; restored: boolean }> {
+  const mirrored = await readMirror(link, runId);
+  // Whole lines only, as the file keeps them (a torn tail is the file's to cut).
+  const whole = mirrored.subarray(0, mirrored.lastIndexOf(0x0a) + 1);
+  let local = existsSync(path) ? checkedLength(readFileSync(path)) : 0;
+  let restored = false;
+  if (whole.length > local) {
+    if (local > 0 && !whole.subarray(0, local).equals(readFileSync(path).subarray(0, local))) {
+      throw new TroupeError(
+        'usage.invalid_option',
+        `The journal ${path} and its mirror on NATS differ: they are not the same run's. Move the file away to resume from NATS, or resume without --nats.`,
+      );
+    }
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, whole);
+    restored = true;
+    local = whole.length;
+  }
+  const mirror = new JournalMirror(link, runId, whole.length);
+  if (local > whole.length) mirror.write(readFileSync(path).subarray(whole.length, local));
+  return { mirror, restored };
+}
+
+// The length of a journal file's good part: its checksummed lines up to the first torn or
+// corrupt one (what the FileJournal opening it keeps; it cuts the rest off).
+function checkedLength(bytes: Buffer): number {
+  let offset = 0;
+  for (;;) {
+    const end = bytes.indexOf(0x0a, offset);
+    if (end === -1) return offset;
+    if (checkedJson(bytes.subarray(offset, end).toString('utf8')) === undefined) return offset;
+    offset = end + 1;
+  }
+}
