@@ -5,11 +5,15 @@ import { errorMessage, TroupeError } from '../../../errors.js';
 import { checkedJson } from '../../../util/checked-line.js';
 import { type NatsLink, STREAMS, subjects } from './nats-link.js';
 
+// Well under the server's default max_payload (1 MiB).
+const MAX_CHUNK_BYTES = 256 * 1024;
+
 /**
  * A run's journal file (journal.jsonl) mirrored in JetStream as it is
  * written (stream `TROUPE_RUN_JOURNAL`, subject `troupe.runlog.<runId>`):
- * each message is a chunk of whole lines, `<offset>\n<bytes>`, where offset
- * is where the bytes start in the file. So the mirror is always a prefix of
+ * each message is a byte range of the file, `<offset>\n<bytes>`, sent once
+ * the lines it is part of are whole on the file (a write larger than a NATS
+ * message goes in several ranges). So the mirror is always a prefix of
  * the file, and a coordinator resumed on a machine without the run folder
  * rebuilds the file from it and replays its own turns, its tools' intents and
  * every record its sub-agents' threads sent, as on the machine it died on.
@@ -48,7 +52,11 @@ export class JournalMirror {
     const offset = this.#offset;
     this.#offset += bytes.length;
     if (this.#failed.size > 0) this.#retry();
-    this.#send(offset, bytes);
+    // A write of the file can be larger than a NATS message may be (1 MiB by default): chunks are
+    // byte ranges placed by their offset, so one is cut anywhere.
+    for (let from = 0; from < bytes.length; from += MAX_CHUNK_BYTES) {
+      this.#send(offset + from, bytes.subarray(from, from + MAX_CHUNK_BYTES));
+    }
   }
 
   /** Resolves once every chunk written so far is stored; rejects with why when one is not. */

@@ -114,6 +114,34 @@ describe.skipIf(!hasServer)('JournalMirror', () => {
     ).toEqual(['model', 'tool.started', 'tool']);
   });
 
+  it('sends a write larger than a NATS message in several ranges, and rebuilds it whole', async () => {
+    const nats = await link();
+    const path = journalPath();
+    const { mirror } = await openJournalMirror(nats, RUN.runId, path);
+    const journal = new FileJournal(path, RUN, { mirror });
+    const content = 'ledger line ✓ '.repeat(80_000);
+    journal.append('clerk#1', {
+      kind: 'model',
+      step: 0,
+      hash: 'h0',
+      response: {
+        content,
+        toolCalls: [],
+        usage: { inputTokens: 1, outputTokens: 1 },
+        stopReason: 'end',
+      },
+    });
+    journal.flush();
+    await journal.durable?.();
+    journal.close();
+    expect(readFileSync(path).length).toBeGreaterThan(1024 * 1024);
+    expect(await mirrorMessages(nats)).toBeGreaterThan(4);
+    const elsewhere = journalPath();
+    await openJournalMirror(nats, RUN.runId, elsewhere);
+    // Compared as bytes (a deep equality of a megabyte is slow).
+    expect(readFileSync(elsewhere).equals(readFileSync(path))).toBe(true);
+  });
+
   it('mirrors first what the file holds beyond the mirror (chunks its last coordinator lost), and keeps a torn tail out', async () => {
     const nats = await link();
     const path = journalPath();
