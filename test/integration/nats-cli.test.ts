@@ -126,18 +126,66 @@ function logs(): string {
   return nodes.map((node) => `${node.name}:\n${node.log.slice(-30).join('\n')}`).join('\n');
 }
 
+/** The uninterrupted run on the two nodes: its request count and the agent of each request. */
+async function uninterruptedRun(): Promise<{ requests: number; agents: string[] }> {
+  const reference = place();
+  server.reset();
+  const clean = troupeRun(reference, false);
+  expect(await clean.done, `${clean.stderr()}\n${logs()}`).toBe(0);
+  expect(readFileSync(join(runDirOf(reference), 'answer.md'), 'utf8').trim()).toBe(FINAL);
+  expect(readFileSync(join(runDirOf(reference), 'report.md'), 'utf8')).toBe(REPORT);
+  return { requests: server.received, agents: [...server.agents] };
+}
+
+/**
+ * A run killed with SIGKILL mid-stream in request `moment` (its third chunk): whether the kill
+ * landed, the exit code, and the requests not answered whole at the kill (a response written
+ * whole may still be unread).
+ */
+async function killedRun(
+  at: Place,
+  moment: number,
+): Promise<{ killed: boolean; code: number | null; cut: Set<number> }> {
+  server.reset();
+  const run = troupeRun(at, false);
+  let killed = false;
+  let cut = new Set<number>();
+  server.onChunk = (request, chunk) => {
+    if (request === moment && chunk === 2 && !killed) {
+      killed = true;
+      cut = server.open();
+      run.child.kill('SIGKILL');
+    }
+  };
+  const code = await run.done;
+  server.onChunk = undefined;
+  return { killed, code, cut };
+}
+
+/**
+ * After the resume: every request beyond the uninterrupted run's is one whose answer never
+ * arrived whole (in flight at the kill, or cut when the old coordinator's actors stopped on the
+ * nodes), and the run folder has the uninterrupted run's answer and report.
+ */
+function expectNothingPaidTwice(
+  label: string,
+  uninterrupted: number,
+  cut: Set<number>,
+  runDir: string,
+): void {
+  for (const request of server.aborted) cut.add(request);
+  const extra = server.received - uninterrupted;
+  expect(extra, label).toBeGreaterThanOrEqual(0);
+  expect(extra, `${label}: requests ${[...cut].join(', ')} cut\n${logs()}`).toBeLessThanOrEqual(
+    cut.size,
+  );
+  expect(readFileSync(join(runDir, 'answer.md'), 'utf8').trim(), label).toBe(FINAL);
+  expect(readFileSync(join(runDir, 'report.md'), 'utf8'), label).toBe(REPORT);
+}
+
 describe.skipIf(natsServerBinary() === undefined)('troupe run --nats (child processes)', () => {
   it('resumes a coordinator killed with SIGKILL with no finished model call paid for twice', async () => {
-    // The uninterrupted run on the two nodes: its request count, answer and report are the reference.
-    const reference = place();
-    server.reset();
-    const clean = troupeRun(reference, false);
-    expect(await clean.done, `${clean.stderr()}\n${logs()}`).toBe(0);
-    const uninterrupted = server.received;
-    const agents = [...server.agents];
-    expect(readFileSync(join(runDirOf(reference), 'answer.md'), 'utf8').trim()).toBe(FINAL);
-    expect(readFileSync(join(runDirOf(reference), 'report.md'), 'utf8')).toBe(REPORT);
-
+    const { requests: uninterrupted, agents } = await uninterruptedRun();
     // Kill mid-stream inside a clerk's first call (three clerks on the nodes), the reporter's
     // first call, and the coordinator's turn between clerks and reporter.
     const firstOf = (agent: string): number => agents.indexOf(agent) + 1;
@@ -146,20 +194,7 @@ describe.skipIf(natsServerBinary() === undefined)('troupe run --nats (child proc
     for (const moment of moments) {
       const label = `kill at request ${moment} (${agents[moment - 1]})`;
       const at = place();
-      server.reset();
-      const run = troupeRun(at, false);
-      let killed = false;
-      // Requests not answered whole at the kill (a response written whole may still be unread).
-      let cut = new Set<number>();
-      server.onChunk = (request, chunk) => {
-        if (request === moment && chunk === 2 && !killed) {
-          killed = true;
-          cut = server.open();
-          run.child.kill('SIGKILL');
-        }
-      };
-      const code = await run.done;
-      server.onChunk = undefined;
+      const { killed, code, cut } = await killedRun(at, moment);
       if (!killed) {
         expect(code, label).toBe(0);
         continue;
@@ -169,28 +204,13 @@ describe.skipIf(natsServerBinary() === undefined)('troupe run --nats (child proc
       // The resume, on the same nodes; the old coordinator's actors there stop when it starts.
       const resumed = troupeRun(at, true);
       expect(await resumed.done, `${label}\n${resumed.stderr()}\n${logs()}`).toBe(0);
-      // Every request beyond the uninterrupted run's is one whose answer never arrived whole:
-      // in flight at the kill, or cut when the old coordinator's actors stopped on the nodes.
-      for (const request of server.aborted) cut.add(request);
-      const extra = server.received - uninterrupted;
-      expect(extra, label).toBeGreaterThanOrEqual(0);
-      expect(extra, `${label}: requests ${[...cut].join(', ')} cut\n${logs()}`).toBeLessThanOrEqual(
-        cut.size,
-      );
-      const runDir = runDirOf(at);
-      expect(readFileSync(join(runDir, 'answer.md'), 'utf8').trim(), label).toBe(FINAL);
-      expect(readFileSync(join(runDir, 'report.md'), 'utf8'), label).toBe(REPORT);
+      expectNothingPaidTwice(label, uninterrupted, cut, runDirOf(at));
     }
     expect(landed).toBeGreaterThanOrEqual(moments.length - 1);
   }, 600_000);
 
   it("resumes on a machine without the run folder: the journal comes from its NATS mirror, and the coordinator's finished turns are not paid again", async () => {
-    const reference = place();
-    server.reset();
-    const clean = troupeRun(reference, false);
-    expect(await clean.done, `${clean.stderr()}\n${logs()}`).toBe(0);
-    const uninterrupted = server.received;
-    const agents = [...server.agents];
+    const { requests: uninterrupted, agents } = await uninterruptedRun();
     // Killed in a clerk's first call (the coordinator's delegation is done) and in the coordinator's
     // turn between the clerks and the reporter (its turns and every clerk's are done).
     const moments = [agents.indexOf('clerk') + 1, agents.indexOf('reporter')];
@@ -198,19 +218,7 @@ describe.skipIf(natsServerBinary() === undefined)('troupe run --nats (child proc
     for (const moment of moments) {
       const label = `kill at request ${moment} (${agents[moment - 1]}), resumed elsewhere`;
       const at = place();
-      server.reset();
-      const run = troupeRun(at, false);
-      let killed = false;
-      let cut = new Set<number>();
-      server.onChunk = (request, chunk) => {
-        if (request === moment && chunk === 2 && !killed) {
-          killed = true;
-          cut = server.open();
-          run.child.kill('SIGKILL');
-        }
-      };
-      const code = await run.done;
-      server.onChunk = undefined;
+      const { killed, code, cut } = await killedRun(at, moment);
       if (!killed) continue;
       landed += 1;
       expect(code, label).toBe(null);
@@ -219,15 +227,7 @@ describe.skipIf(natsServerBinary() === undefined)('troupe run --nats (child proc
       const elsewhere: Place = { ...at, out: join(place().dir, 'out') };
       const resumed = troupeRun(elsewhere, runId);
       expect(await resumed.done, `${label}\n${resumed.stderr()}\n${logs()}`).toBe(0);
-      for (const request of server.aborted) cut.add(request);
-      const extra = server.received - uninterrupted;
-      expect(extra, label).toBeGreaterThanOrEqual(0);
-      expect(extra, `${label}: requests ${[...cut].join(', ')} cut\n${logs()}`).toBeLessThanOrEqual(
-        cut.size,
-      );
-      const runDir = join(elsewhere.out, runId);
-      expect(readFileSync(join(runDir, 'answer.md'), 'utf8').trim(), label).toBe(FINAL);
-      expect(readFileSync(join(runDir, 'report.md'), 'utf8'), label).toBe(REPORT);
+      expectNothingPaidTwice(label, uninterrupted, cut, join(elsewhere.out, runId));
     }
     expect(landed).toBeGreaterThanOrEqual(1);
   }, 600_000);
