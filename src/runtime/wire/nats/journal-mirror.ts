@@ -82,6 +82,11 @@ export class JournalMirror {
     await this.#link.nc.close().catch(() => undefined);
   }
 
+  /** Sends this session's mark: the mirror is cut to where the session starts writing. */
+  mark(): void {
+    this.#publish(new TextEncoder().encode(`=${this.#offset}\n`), this.#offset, undefined);
+  }
+
   #retry(): void {
     const failed = [...this.#failed];
     this.#failed.clear();
@@ -93,10 +98,17 @@ export class JournalMirror {
     const message = new Uint8Array(head.length + bytes.length);
     message.set(head);
     message.set(bytes, head.length);
+    this.#publish(message, offset, bytes);
+  }
+
+  // A mark that is not stored is not sent again: the session's ranges then extend the mirror
+  // as they would have, and only a resume elsewhere that overlaps an earlier partial line loses
+  // the records from there (it stops at the line whose checksum fails).
+  #publish(message: Uint8Array, offset: number, bytes: Uint8Array | undefined): void {
     const stored = this.#link.writer.publish(this.#subject, message).then(
       () => undefined,
       (error: unknown) => {
-        this.#failed.set(offset, bytes);
+        if (bytes !== undefined) this.#failed.set(offset, bytes);
         this.#failure = new TroupeError(
           'io.write_failed',
           `cannot mirror the run journal to NATS at ${this.#link.where}: ${errorMessage(error)}`,
@@ -110,13 +122,36 @@ export class JournalMirror {
 }
 
 /**
- * The mirror's bytes from the file's start, as far as they are contiguous:
- * every chunk is a slice of the same file, so chunks that cover the same
- * bytes agree, and one sent again after a failure may come after later ones.
+ * The mirror's bytes from the file's start, read in stream order. A range
+ * extends what is assembled from its offset on (one sent again after a
+ * failure repeats bytes already there: a session's ranges are slices of one
+ * file); one that starts past the end waits for the range before it. A
+ * session's mark (`=<offset>`, sent when it opens) cuts what is assembled to
+ * the offset it starts from: an earlier session's last range may end inside
+ * a line that the new one, elsewhere, writes differently.
  */
 async function readMirror(link: NatsLink, runId: string): Promise<Buffer> {
   const subject = subjects.runJournal(runId);
-  const chunks: Array<{ offset: number; bytes: Buffer }> = [];
+  const parts: Buffer[] = [];
+  let length = 0;
+  const waiting = new Map<number, Buffer>();
+  const extend = (offset: number, bytes: Buffer): void => {
+    if (offset + bytes.length <= length) return;
+    const fresh = bytes.subarray(length - offset);
+    parts.push(fresh);
+    length += fresh.length;
+  };
+  const cut = (to: number): void => {
+    while (length > to) {
+      const last = parts.pop() as Buffer;
+      length -= last.length;
+      if (length < to) {
+        parts.push(last.subarray(0, to - length));
+        length = to;
+      }
+    }
+    for (const offset of [...waiting.keys()]) if (offset >= to) waiting.delete(offset);
+  };
   let seq = 1;
   for (;;) {
     const stored = await link.jsm.streams.getMessage(STREAMS.runJournal, {
@@ -127,20 +162,31 @@ async function readMirror(link: NatsLink, runId: string): Promise<Buffer> {
     seq = stored.seq + 1;
     const data = Buffer.from(stored.data);
     const split = data.indexOf(0x0a);
-    const offset = split === -1 ? Number.NaN : Number(data.subarray(0, split).toString());
-    if (Number.isInteger(offset) && offset >= 0)
-      chunks.push({ offset, bytes: data.subarray(split + 1) });
-  }
-  chunks.sort((a, b) => a.offset - b.offset);
-  const parts: Buffer[] = [];
-  let length = 0;
-  for (const { offset, bytes } of chunks) {
-    // A gap: nothing after it can be placed; the prefix before it is kept.
-    if (offset > length) break;
-    const fresh = bytes.subarray(Math.min(bytes.length, length - offset));
-    if (fresh.length === 0) continue;
-    parts.push(fresh);
-    length += fresh.length;
+    if (split === -1) continue;
+    const head = data.subarray(0, split).toString();
+    const mark = head.startsWith('=');
+    const offset = Number(mark ? head.slice(1) : head);
+    if (!Number.isInteger(offset) || offset < 0) continue;
+    if (mark) {
+      cut(offset);
+      continue;
+    }
+    const bytes = data.subarray(split + 1);
+    if (offset > length) {
+      waiting.set(offset, bytes);
+      continue;
+    }
+    extend(offset, bytes);
+    // Ranges that came early (their predecessor was sent again after a failure) fit now.
+    for (let found = true; found; ) {
+      found = false;
+      for (const [at, early] of waiting) {
+        if (at > length) continue;
+        waiting.delete(at);
+        extend(at, early);
+        found = true;
+      }
+    }
   }
   return Buffer.concat(parts, length);
 }
@@ -176,6 +222,8 @@ export async function openJournalMirror(
     local = whole.length;
   }
   const mirror = new JournalMirror(link, runId, whole.length);
+  // This session writes from here: whatever an earlier one left past it is cut.
+  mirror.mark();
   if (local > whole.length) mirror.write(readFileSync(path).subarray(whole.length, local));
   return { mirror, restored };
 }

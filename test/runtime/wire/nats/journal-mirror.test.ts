@@ -3,7 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FileJournal, readJournal } from '../../../../src/runtime/resume/journal.js';
-import { openJournalMirror } from '../../../../src/runtime/wire/nats/journal-mirror.js';
+import {
+  JournalMirror,
+  openJournalMirror,
+} from '../../../../src/runtime/wire/nats/journal-mirror.js';
 import {
   connectNats,
   ensureStreams,
@@ -158,6 +161,69 @@ describe.skipIf(!hasServer)('JournalMirror', () => {
     const elsewhere = journalPath();
     await openJournalMirror(nats, RUN.runId, elsewhere);
     expect(readFileSync(elsewhere)).toEqual(whole);
+  });
+
+  it("cuts an earlier session's last range that ended inside a line, so a resume elsewhere writes on from the last whole line", async () => {
+    const nats = await link();
+    const first = journalPath();
+    await writeJournal(first, nats);
+    // The first coordinator died after sending the first range of a large write, inside a line.
+    const dying = new JournalMirror(nats, RUN.runId, readFileSync(first).length);
+    dying.write(Buffer.from('0badc0de {"a":"clerk#1","e":{"kind":"tool","step":0,"callId":"c1"'));
+    await dying.settled();
+
+    const elsewhere = journalPath();
+    const { mirror } = await openJournalMirror(nats, RUN.runId, elsewhere);
+    expect(readFileSync(elsewhere)).toEqual(readFileSync(first));
+    const journal = new FileJournal(elsewhere, RUN, { mirror });
+    journal.append('clerk#1', {
+      kind: 'tool',
+      step: 0,
+      callId: 'c1',
+      name: 'append_ledger',
+      result: { ok: false, content: 'interrupted', error: { code: 'tool.failed', message: 'x' } },
+    });
+    journal.flush();
+    await journal.durable?.();
+    journal.close();
+
+    const third = journalPath();
+    await openJournalMirror(nats, RUN.runId, third);
+    expect(readFileSync(third).toString()).toBe(readFileSync(elsewhere).toString());
+    expect(
+      readJournal(third)
+        .entries.get('clerk#1')
+        ?.map((entry) => entry.kind),
+    ).toEqual(['model', 'tool.started', 'tool']);
+  });
+
+  it('sends a range JetStream did not store again, refusing intents until it is stored, and the mirror stays whole', async () => {
+    const nats = await link();
+    let failures = 1;
+    // The header's range is refused once (a timeout, say); the next ones go through.
+    const flaky: NatsLink = {
+      ...nats,
+      writer: {
+        publish: (subject: string, data: Uint8Array) =>
+          failures-- > 0
+            ? Promise.reject(new Error('no answer within 10 s'))
+            : nats.writer.publish(subject, data),
+      } as NatsLink['writer'],
+    };
+    const path = journalPath();
+    const mirror = new JournalMirror(flaky, RUN.runId, 0);
+    const journal = new FileJournal(path, RUN, { mirror });
+    // Sent before the header's refusal is known: stored first, it waits in the mirror for the header.
+    journal.note({ kind: 'spawn', key: 'clerk#1', id: 'clerk-1', role: 'clerk', parentKey: '' });
+    journal.flush();
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(journal.failure?.message).toMatch(/cannot mirror the run journal to NATS/);
+    await journal.durable?.();
+    expect(journal.failure).toBeUndefined();
+    journal.close();
+    const elsewhere = journalPath();
+    await openJournalMirror(nats, RUN.runId, elsewhere);
+    expect(readFileSync(elsewhere).toString()).toBe(readFileSync(path).toString());
   });
 
   it('refuses a journal file that is not the mirrored run, saying what to do', async () => {
