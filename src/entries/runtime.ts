@@ -33,8 +33,19 @@ export type { BudgetCrossing, TreeBudgetLimits } from '../runtime/budget/tree-bu
 export type { ModelPrice, UsageTotals } from '../runtime/budget/usage-ledger.js';
 export type { MailboxOptions, OverflowPolicy } from '../runtime/messaging/mailbox.js';
 export type { NatsRunOptions } from '../runtime/nats-setup.js';
-export { createNatsTransport, listNodes, startWorkerNode } from '../runtime/nats-setup.js';
-export type { Journal, JournalContents, JournalNote } from '../runtime/resume/journal.js';
+export {
+  createNatsTransport,
+  listNodes,
+  openNatsJournalMirror,
+  restoreRunJournal,
+  startWorkerNode,
+} from '../runtime/nats-setup.js';
+export type {
+  Journal,
+  JournalContents,
+  JournalFileMirror,
+  JournalNote,
+} from '../runtime/resume/journal.js';
 export { FileJournal, readJournal } from '../runtime/resume/journal.js';
 export type { ThreadLimits } from '../runtime/runtime-options.js';
 export type { LocalTransportOptions } from '../runtime/wire/local-transport.js';
