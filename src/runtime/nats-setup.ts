@@ -7,7 +7,7 @@ import { hostConfigOf } from './pool-transport.js';
 import { type StoredResult, StoredResultSchema, writeStoredResult } from './resume/result-store.js';
 import type { RuntimeOptions } from './runtime-options.js';
 import type { JournalMirror } from './wire/nats/journal-mirror.js';
-import type { NatsConnectOptions } from './wire/nats/nats-link.js';
+import type { NatsConnectOptions, NatsLink } from './wire/nats/nats-link.js';
 import type { NatsTransport, NatsTransportOptions } from './wire/nats/nats-transport.js';
 import type { NodeInfo, RemoteHostConfig } from './wire/nats/node-wire.js';
 import type { WorkerNode, WorkerNodeOptions } from './wire/nats/worker-node.js';
@@ -75,18 +75,9 @@ export async function openNatsJournalMirror(
   path: string,
   nats: Pick<NatsRunOptions, 'url' | 'env' | 'deadAfterMs'>,
 ): Promise<JournalMirror> {
-  const [{ connectNats, ensureStreams }, { openJournalMirror }] = await Promise.all([
-    import('./wire/nats/nats-link.js'),
-    import('./wire/nats/journal-mirror.js'),
-  ]);
-  const link = await connectNats({
-    url: nats.url,
-    name: `troupe run ${runId} journal`,
-    env: nats.env,
-  });
+  const { link, mirrors } = await journalLink(runId, nats);
   try {
-    await ensureStreams(link, nats.deadAfterMs ?? 15_000);
-    return (await openJournalMirror(link, runId, path)).mirror;
+    return (await mirrors.openJournalMirror(link, runId, path)).mirror;
   } catch (error) {
     await link.nc.close();
     throw error;
@@ -105,9 +96,36 @@ export async function restoreRunJournal(
   nats: Pick<NatsRunOptions, 'url' | 'env' | 'deadAfterMs'>,
 ): Promise<boolean> {
   if (existsSync(path)) return false;
-  const mirror = await openNatsJournalMirror(runId, path, nats);
-  await mirror.close();
-  return existsSync(path);
+  const { link, mirrors } = await journalLink(runId, nats);
+  try {
+    // Only read: the session that writes (startRun's mirror) sends its mark when it opens.
+    return (await mirrors.restoreFromMirror(link, runId, path)).restored;
+  } finally {
+    await link.nc.close();
+  }
+}
+
+// A connection of its own for a run's journal mirror, its streams ensured (closed if that fails).
+async function journalLink(
+  runId: string,
+  nats: Pick<NatsRunOptions, 'url' | 'env' | 'deadAfterMs'>,
+): Promise<{ link: NatsLink; mirrors: typeof import('./wire/nats/journal-mirror.js') }> {
+  const [{ connectNats, ensureStreams }, mirrors] = await Promise.all([
+    import('./wire/nats/nats-link.js'),
+    import('./wire/nats/journal-mirror.js'),
+  ]);
+  const link = await connectNats({
+    url: nats.url,
+    name: `troupe run ${runId} journal`,
+    env: nats.env,
+  });
+  try {
+    await ensureStreams(link, nats.deadAfterMs ?? 15_000);
+  } catch (error) {
+    await link.nc.close();
+    throw error;
+  }
+  return { link, mirrors };
 }
 
 /** Connects and starts a worker node; `stop(graceMs)` drains it. */

@@ -192,39 +192,52 @@ async function readMirror(link: NatsLink, runId: string): Promise<Buffer> {
 }
 
 /**
- * Opens the mirror of run `runId`'s journal at `path`, first making the file
- * and the mirror agree: when the mirror holds more whole lines than the file
+ * Makes run `runId`'s journal file at `path` and its mirror agree, before
+ * the file is opened: when the mirror holds more whole lines than the file
  * (the file is missing: a resume on another machine, or older), the file is
- * written from it; when the file holds more (the mirror lost the last chunks
- * with the coordinator that died), the rest is mirrored first. Returns the
- * mirror, to be given to the FileJournal opened at `path` next.
+ * written from it. Returns how far the mirror goes (its whole lines) and the
+ * file's good part (its checksummed lines), one a prefix of the other;
+ * throws `usage.invalid_option` when neither is (another run's).
+ */
+export async function restoreFromMirror(
+  link: NatsLink,
+  runId: string,
+  path: string,
+): Promise<{ mirrored: number; file: Buffer; restored: boolean }> {
+  const read = await readMirror(link, runId);
+  // Whole lines only, as the file keeps them (a torn tail is the file's to cut).
+  const whole = read.subarray(0, read.lastIndexOf(0x0a) + 1);
+  const bytes = existsSync(path) ? readFileSync(path) : Buffer.alloc(0);
+  const file = bytes.subarray(0, checkedLength(bytes));
+  const shorter = Math.min(whole.length, file.length);
+  if (!whole.subarray(0, shorter).equals(file.subarray(0, shorter))) {
+    throw new TroupeError(
+      'usage.invalid_option',
+      `The journal ${path} and its mirror on NATS differ: they are not the same run's. Move the file away to resume from NATS, or resume without --nats.`,
+    );
+  }
+  if (whole.length <= file.length) return { mirrored: whole.length, file, restored: false };
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, whole);
+  return { mirrored: whole.length, file: whole, restored: true };
+}
+
+/**
+ * Opens the mirror of run `runId`'s journal at `path` (`restoreFromMirror`
+ * first): this session's mark, then what the file holds beyond the mirror
+ * (its last chunks died with the coordinator before they were stored).
+ * Returns the mirror, to be given to the FileJournal opened at `path` next.
  */
 export async function openJournalMirror(
   link: NatsLink,
   runId: string,
   path: string,
 ): Promise<{ mirror: JournalMirror; restored: boolean }> {
-  const mirrored = await readMirror(link, runId);
-  // Whole lines only, as the file keeps them (a torn tail is the file's to cut).
-  const whole = mirrored.subarray(0, mirrored.lastIndexOf(0x0a) + 1);
-  let local = existsSync(path) ? checkedLength(readFileSync(path)) : 0;
-  let restored = false;
-  if (whole.length > local) {
-    if (local > 0 && !whole.subarray(0, local).equals(readFileSync(path).subarray(0, local))) {
-      throw new TroupeError(
-        'usage.invalid_option',
-        `The journal ${path} and its mirror on NATS differ: they are not the same run's. Move the file away to resume from NATS, or resume without --nats.`,
-      );
-    }
-    mkdirSync(dirname(path), { recursive: true });
-    writeFileSync(path, whole);
-    restored = true;
-    local = whole.length;
-  }
-  const mirror = new JournalMirror(link, runId, whole.length);
+  const { mirrored, file, restored } = await restoreFromMirror(link, runId, path);
+  const mirror = new JournalMirror(link, runId, mirrored);
   // This session writes from here: whatever an earlier one left past it is cut.
   mirror.mark();
-  if (local > whole.length) mirror.write(readFileSync(path).subarray(whole.length, local));
+  if (file.length > mirrored) mirror.write(file.subarray(mirrored));
   return { mirror, restored };
 }
 

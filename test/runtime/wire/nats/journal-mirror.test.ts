@@ -71,6 +71,18 @@ async function writeJournal(path: string, nats: NatsLink): Promise<void> {
   journal.close();
 }
 
+// A machine without the file rebuilds it from the mirror: the same text as `path`, with these records.
+async function expectRebuiltAs(nats: NatsLink, path: string, kinds: string[]): Promise<void> {
+  const rebuilt = journalPath();
+  await openJournalMirror(nats, RUN.runId, rebuilt);
+  expect(readFileSync(rebuilt).toString()).toBe(readFileSync(path).toString());
+  expect(
+    readJournal(rebuilt)
+      .entries.get('clerk#1')
+      ?.map((entry) => entry.kind),
+  ).toEqual(kinds);
+}
+
 async function mirrorMessages(nats: NatsLink): Promise<number> {
   const info = await nats.jsm.streams.info(STREAMS.runJournal, {
     subjects_filter: subjects.runJournal(RUN.runId),
@@ -107,14 +119,7 @@ describe.skipIf(!hasServer)('JournalMirror', () => {
     journal.close();
 
     // A third machine gets both sessions' records.
-    const third = journalPath();
-    await openJournalMirror(nats, RUN.runId, third);
-    expect(readFileSync(third)).toEqual(readFileSync(elsewhere));
-    expect(
-      readJournal(third)
-        .entries.get('clerk#1')
-        ?.map((entry) => entry.kind),
-    ).toEqual(['model', 'tool.started', 'tool']);
+    await expectRebuiltAs(nats, elsewhere, ['model', 'tool.started', 'tool']);
   });
 
   it('sends a write larger than a NATS message in several ranges, and rebuilds it whole', async () => {
@@ -187,14 +192,7 @@ describe.skipIf(!hasServer)('JournalMirror', () => {
     await journal.durable?.();
     journal.close();
 
-    const third = journalPath();
-    await openJournalMirror(nats, RUN.runId, third);
-    expect(readFileSync(third).toString()).toBe(readFileSync(elsewhere).toString());
-    expect(
-      readJournal(third)
-        .entries.get('clerk#1')
-        ?.map((entry) => entry.kind),
-    ).toEqual(['model', 'tool.started', 'tool']);
+    await expectRebuiltAs(nats, elsewhere, ['model', 'tool.started', 'tool']);
   });
 
   it('sends a range JetStream did not store again, refusing intents until it is stored, and the mirror stays whole', async () => {
@@ -224,6 +222,25 @@ describe.skipIf(!hasServer)('JournalMirror', () => {
     const elsewhere = journalPath();
     await openJournalMirror(nats, RUN.runId, elsewhere);
     expect(readFileSync(elsewhere).toString()).toBe(readFileSync(path).toString());
+  });
+
+  it('refuses a longer journal file whose beginning is not the mirrored run', async () => {
+    const nats = await link();
+    await writeJournal(journalPath(), nats);
+    const other = journalPath();
+    const journal = new FileJournal(other, { runId: RUN.runId, task: 'Another, longer task.' });
+    for (let step = 0; step < 20; step += 1)
+      journal.note({
+        kind: 'spawn',
+        key: `k${step}`,
+        id: `a${step}`,
+        role: 'clerk',
+        parentKey: '',
+      });
+    journal.close();
+    await expect(openJournalMirror(nats, RUN.runId, other)).rejects.toThrow(
+      /differ: they are not the same run's/,
+    );
   });
 
   it('refuses a journal file that is not the mirrored run, saying what to do', async () => {
