@@ -9,6 +9,8 @@ import { createNatsTransport } from '../../src/runtime/nats-setup.js';
 import { FileJournal } from '../../src/runtime/resume/journal.js';
 import { Runtime } from '../../src/runtime/runtime.js';
 import type { RuntimeOptions } from '../../src/runtime/runtime-options.js';
+import { STREAMS } from '../../src/runtime/wire/nats/nats-link.js';
+import type { NatsTransport } from '../../src/runtime/wire/nats/nats-transport.js';
 import { createRunId } from '../../src/util/ids.js';
 import {
   type MockOpenAIServer,
@@ -20,6 +22,13 @@ import { expectWellFormed, FAULT_TOOLS, ofType } from './helpers.js';
 import { type NodeProcess, startNode, stopNode } from './nats-helpers.js';
 
 const worker = defineRole({ name: 'worker', description: 'w', system: 'w' });
+// One answer and done: what starts a run's transport before a test needs the nodes known.
+const quick = defineRole({
+  name: 'quick',
+  description: 'q',
+  system: 'q',
+  model: { provider: 'scripted', script: { steps: [{ content: 'done' }] } },
+});
 
 // A researcher the tests can hold at a gate (wait_for_file, from the fault tools module).
 const scout = defineRole({
@@ -59,7 +68,7 @@ afterEach(async () => {
 async function natsRuntime(
   options: Partial<RuntimeOptions> & Pick<RuntimeOptions, 'model'>,
   nats: { reconnectForMs?: number } = {},
-): Promise<{ runtime: Runtime; events: AgentEvent[] }> {
+): Promise<{ runtime: Runtime; events: AgentEvent[]; transport: NatsTransport }> {
   const runId = createRunId();
   const full: RuntimeOptions = {
     workspace: process.cwd(),
@@ -76,7 +85,16 @@ async function natsRuntime(
   runtimes.push(runtime);
   const events: AgentEvent[] = [];
   runtime.bus.onAny((event) => events.push(event));
-  return { runtime, events };
+  return { runtime, events, transport };
+}
+
+// Until the coordinator has heard from `count` nodes (they answer its ping as it starts).
+async function heard(transport: NatsTransport, count: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (transport.nodes.length < count) {
+    if (Date.now() > deadline) throw new Error(`heard only from ${transport.nodes.join(', ')}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 function nodeOf(events: readonly AgentEvent[]): Map<string, string> {
@@ -368,6 +386,87 @@ describe.skipIf(natsServerBinary() === undefined)('NATS transport', () => {
       ).toBe(true);
     }
     expectWellFormed(first.events, ['coordinator']);
+  }, 120_000);
+
+  it("hands back the spawns of a message that do not fit, and a draining node's share of one, which continue from their journals", async () => {
+    const mock = await stepModel(1000);
+    const env = { [KEY_ENV]: mock.apiKey };
+    nodes.push(
+      ...(await Promise.all([
+        startNode(server.url, 'node-a', ['--drain', '1', '--max-actors', '3'], env),
+        startNode(server.url, 'node-b', [], env),
+      ])),
+    );
+    const [nodeA] = nodes;
+    const { runtime, events, transport } = await natsRuntime({
+      roles: [worker, quick],
+      model: { provider: 'openai', model: 'mock', baseURL: mock.baseURL, apiKeyEnv: KEY_ENV },
+    });
+    runtime.registerRoot('coordinator', { model: { provider: 'offline' }, task: 'fan out' });
+    // The transport starts with the run's first spawn; then both nodes are known, and the burst
+    // goes as two messages of four, one to each node's pull.
+    expect((await runtime.spawn('quick', 'warm up', { parent: 'coordinator' }).result).status).toBe(
+      'completed',
+    );
+    await heard(transport, 2);
+    const refs = Array.from({ length: 8 }, (_, index) =>
+      runtime.spawn('worker', `task ${index}`, { parent: 'coordinator' }),
+    );
+    // node-a has room for three of its four: the fourth goes back, and node-b takes it.
+    await new Promise<void>((resolve) => {
+      const started = (): boolean => {
+        const onA = [...nodeOf(events)].filter(
+          ([id, node]) => node === 'node-a' && id.startsWith('worker'),
+        );
+        return (
+          onA.length > 0 &&
+          onA.every(([id]) =>
+            events.some((event) => event.agentId === id && event.type === 'model.response'),
+          )
+        );
+      };
+      const off = runtime.bus.onAny((event) => {
+        if (event.type !== 'model.response' || !started()) return;
+        off();
+        resolve();
+      });
+    });
+    const onA = [...nodeOf(events)]
+      .filter(([id, node]) => node === 'node-a' && id.startsWith('worker'))
+      .map(([id]) => id);
+    expect(onA).toHaveLength(3);
+    // Drained with three calls to go: node-a hands back its share of the message, not all of it.
+    nodeA?.child.kill('SIGTERM');
+    const results = await Promise.all(refs.map((ref) => ref.result));
+
+    expect(await nodeA?.exited, nodeA?.log.join('\n')).toBe(0);
+    expect(results.filter((result) => result.status !== 'completed')).toEqual([]);
+    const notes = ofType(events, 'agent.progress');
+    for (const id of onA) {
+      expect(
+        notes.some(
+          (event) =>
+            event.agentId === id && /^continues on node node-b; [1-9]\d* model/.test(event.note),
+        ),
+        `${id}: ${notes.filter((event) => event.agentId === id).map((event) => event.note)}`,
+      ).toBe(true);
+    }
+    // Every actor paid once for each call, but for calls the drain cut (one per node-a actor).
+    const calls = completions(mock);
+    expect(calls).toBeGreaterThanOrEqual(8 * STEPS);
+    expect(calls).toBeLessThanOrEqual(8 * STEPS + onA.length);
+    // Eight spawns in two messages, and two hand-backs: not a write to the queue per spawn.
+    const { connect } = await import('@nats-io/transport-node');
+    const { jetstreamManager } = await import('@nats-io/jetstream');
+    const nc = await connect({ servers: server.url });
+    try {
+      const info = await (await jetstreamManager(nc)).streams.info(STREAMS.work);
+      // The warm-up's spawn, the burst's two messages and the two hand-backs.
+      expect(info.state.last_seq).toBe(5);
+    } finally {
+      await nc.close();
+    }
+    expectWellFormed(events, ['coordinator']);
   }, 120_000);
 
   it('streams typed channel messages from researchers on one node to the analyst on another', async () => {

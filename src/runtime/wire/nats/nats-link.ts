@@ -10,8 +10,13 @@ import { StreamWriter } from './stream-writer.js';
  * time (`RETENTION_MS`), so nothing a crashed run left behind stays forever.
  */
 export const STREAMS = {
-  /** Spawn requests, one message per actor attempt; each is taken by exactly one node. */
-  work: 'TROUPE_WORK',
+  /**
+   * Spawn requests, a message holding those a coordinator queued in one turn
+   * (up to SPAWNS_PER_MESSAGE); each message is taken by exactly one node.
+   * Wire 4's `TROUPE_WORK` (one spawn per message) is no longer written: its
+   * nodes never see wire 5's spawns, and it ages out.
+   */
+  work: 'TROUPE_SPAWNS',
   /**
    * Actors' journals: batches of model responses, one message per node and
    * turn (see JournalLog). Wire 3's `TROUPE_JOURNAL` (the whole list per
@@ -28,15 +33,12 @@ export const STREAMS = {
   runJournal: 'TROUPE_RUN_JOURNAL',
 } as const;
 
-/** The durable pull consumer every worker node takes work from: spawns for any node (`troupe.work.<runId>`). */
-export const WORK_CONSUMER = 'troupe-work';
+/** The durable pull consumer every worker node takes work from: spawns for any node (`troupe.spawns.<runId>`). */
+export const WORK_CONSUMER = 'troupe-spawns';
 
-// Wire 2's consumer took every subject of the stream; a work-queue stream allows no other consumer beside it.
-const LEGACY_WORK_CONSUMER = 'troupe-workers';
-
-/** A node's own durable pull consumer: spawns placed on that node (`troupe.work.<runId>.<node>`). */
+/** A node's own durable pull consumer: spawns placed on that node (`troupe.spawns.<runId>.<node>`). */
 export function nodeConsumer(node: string): string {
-  return `troupe-node-${token(node)}`;
+  return `troupe-spawns-${token(node)}`;
 }
 
 /** How long the streams keep a message at most (7 days), in milliseconds. */
@@ -44,8 +46,10 @@ export const RETENTION_MS = 7 * 24 * 3600 * 1000;
 
 /** Subjects; run ids and keys are `[A-Za-z0-9_-]`, so they are safe as subject tokens. */
 export const subjects = {
-  work: (runId: string): string => `troupe.work.${token(runId)}`,
-  workOn: (runId: string, node: string): string => `troupe.work.${token(runId)}.${token(node)}`,
+  work: (runId: string): string => `troupe.spawns.${token(runId)}`,
+  workOn: (runId: string, node: string): string => `troupe.spawns.${token(runId)}.${token(node)}`,
+  /** A node's own consumer's filter: spawns of any run placed on it. */
+  workOnAny: (node: string): string => `troupe.spawns.*.${token(node)}`,
   up: (runId: string): string => `troupe.run.${token(runId)}.up`,
   down: (runId: string, node: string): string => `troupe.run.${token(runId)}.node.${token(node)}`,
   downAll: (node: string): string => `troupe.run.*.node.${token(node)}`,
@@ -179,7 +183,7 @@ export async function ensureStreams(link: NatsLink, deadAfterMs: number): Promis
     () =>
       link.jsm.streams.add({
         name: STREAMS.work,
-        subjects: ['troupe.work.>'],
+        subjects: ['troupe.spawns.>'],
         retention: RetentionPolicy.Workqueue,
         storage: StorageType.File,
         max_age: maxAge,
@@ -217,14 +221,13 @@ export async function ensureStreams(link: NatsLink, deadAfterMs: number): Promis
       }),
     () => link.jsm.streams.info(STREAMS.runJournal),
   );
-  await link.jsm.consumers.delete(STREAMS.work, LEGACY_WORK_CONSUMER).catch(() => false);
-  await ensureWorkConsumer(link, WORK_CONSUMER, 'troupe.work.*', deadAfterMs);
+  await ensureWorkConsumer(link, WORK_CONSUMER, 'troupe.spawns.*', deadAfterMs);
 }
 
 /**
  * Creates (or updates) a durable pull consumer of the work queue on
- * `filter`. The shared one takes `troupe.work.<runId>`, a node's own one
- * `troupe.work.*.<node>`: their subjects never overlap, as a work-queue
+ * `filter`. The shared one takes `troupe.spawns.<runId>`, a node's own one
+ * `troupe.spawns.*.<node>`: their subjects never overlap, as a work-queue
  * stream requires.
  */
 export async function ensureWorkConsumer(

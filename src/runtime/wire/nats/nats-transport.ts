@@ -17,12 +17,14 @@ import {
   type DownItemInput,
   decode,
   encode,
+  joinSpawns,
   NATS_WIRE_VERSION,
   type NodeInfo,
   NodeInfoSchema,
   NodeUpItemSchema,
   type RemoteHostConfig,
   type Session,
+  SPAWNS_PER_MESSAGE,
   UpBatchSchema,
   WorkEncoder,
   type WorkItemInput,
@@ -60,12 +62,27 @@ interface RemoteActor {
   /** Mailbox reads its current node reported, and reads passed up (a new node reads the log again). */
   consumedByOwner: number;
   consumedPassed: number;
-  /** The work message's stream sequence, once published. */
-  workSeq: number | undefined;
+  /** The work message its spawn is in, until it leaves the queue (cancelled, or queued again). */
+  queued: WorkMessage | undefined;
   /** How often it was queued again (its node went silent, or NATS was lost); only claims of the last count. */
   generation: number;
   /** The node its spawn was placed on (a pipeline's member) until a node claims it; else any node takes it. */
   target: string | undefined;
+}
+
+// One message of the work queue: the spawns queued for one subject in one turn.
+interface WorkMessage {
+  /** Its stream sequence, once JetStream stored it. */
+  seq: number | undefined;
+  /** Its spawns still wanted (neither cancelled nor queued again): with none left, it is deleted. */
+  wanted: Set<RemoteActor>;
+}
+
+// A spawn gathered in this turn for its subject's message, and which queuing of its actor it is.
+interface Gathered {
+  actor: RemoteActor;
+  generation: number;
+  spawn: Uint8Array;
 }
 
 const TICK_MS = 1000;
@@ -106,6 +123,9 @@ export class NatsTransport implements Transport {
   readonly #placed = new Map<string, number>();
   readonly #subs: Subscription[] = [];
   readonly #work = new WorkEncoder();
+  /** Spawns queued in this turn, by subject: they go in messages at its end, or once one is full. */
+  readonly #gathering = new Map<string, Gathered[]>();
+  #gatherFlush = false;
   #handlers: TransportHandlers | undefined;
   readonly #hostId = 1;
   #up = false;
@@ -163,6 +183,9 @@ export class NatsTransport implements Transport {
         },
       }),
     );
+    // The nodes report now rather than at their next heartbeat (their answers come as heartbeats),
+    // so the run's first burst of spawns is split among them.
+    nc.publish(subjects.nodesPing, new Uint8Array(0), { reply: subjects.nodesBeat });
     void this.#watchConnection();
     this.#tick = setInterval(() => this.#onTick(), TICK_MS);
     this.#beat();
@@ -303,7 +326,7 @@ export class NatsTransport implements Transport {
       log: [],
       consumedByOwner: 0,
       consumedPassed: 0,
-      workSeq: undefined,
+      queued: undefined,
       generation: 0,
       target: undefined,
     };
@@ -349,10 +372,16 @@ export class NatsTransport implements Transport {
   }
 
   // A live node's load: its actors (as of its last heartbeat) and what was placed on it since.
+  // A node of another wire never takes this coordinator's spawns: it has none.
   #load(node: string): { used: number; max: number } | undefined {
     const info = this.#nodeInfo.get(node);
     const heard = this.#heard.get(node);
-    if (info === undefined || heard === undefined || Date.now() - heard > this.#deadAfterMs) {
+    if (
+      info === undefined ||
+      info.wire !== NATS_WIRE_VERSION ||
+      heard === undefined ||
+      Date.now() - heard > this.#deadAfterMs
+    ) {
       return undefined;
     }
     return { used: info.actors + (this.#placed.get(node) ?? 0), max: info.maxActors };
@@ -379,6 +408,10 @@ export class NatsTransport implements Transport {
   }
 
   // Puts the actor's spawn in the work queue (again, after its node went silent or NATS was lost).
+  // The spawns of a turn for one subject share a message, up to SPAWNS_PER_MESSAGE: a burst of a
+  // thousand spawns is ~60 stream writes, not a thousand. Each spawn in it is still the actor's
+  // own: whichever node takes the message claims each one, and only the claim of the actor's
+  // latest spawn (its generation) counts.
   #publishWork(actor: RemoteActor): void {
     const { start } = actor;
     const role = this.#defs.get(start.role);
@@ -398,36 +431,87 @@ export class NatsTransport implements Transport {
       generation,
       readJournal: this.#resume || start.attempt > 1 || generation > 0,
     };
-    const current = (): boolean =>
-      this.#actors.get(start.actorId) === actor && actor.generation === generation;
-    this.#link.writer
-      .publish(
-        actor.target === undefined
-          ? subjects.work(this.#runId)
-          : subjects.workOn(this.#runId, actor.target),
-        this.#work.encode(work),
-      )
-      .then(
-        (ack) => {
-          if (current()) actor.workSeq = ack.seq;
-          // Cancelled or queued again while the publish was under way: take it back out.
-          else void this.#link.jsm.streams.deleteMessage(STREAMS.work, ack.seq).catch(() => false);
-        },
-        (error: unknown) => {
-          if (!current()) return;
-          // NATS went away meanwhile: the spawn is queued again when it is back.
-          if (this.#lostAt !== undefined) return;
+    const subject =
+      actor.target === undefined
+        ? subjects.work(this.#runId)
+        : subjects.workOn(this.#runId, actor.target);
+    let gathered = this.#gathering.get(subject);
+    if (gathered === undefined) {
+      gathered = [];
+      this.#gathering.set(subject, gathered);
+    }
+    gathered.push({ actor, generation, spawn: this.#work.encode(work) });
+    if (gathered.length >= SPAWNS_PER_MESSAGE) {
+      // Full: it goes now, so the nodes start on a burst while the rest of it is still queued.
+      this.#gathering.delete(subject);
+      this.#sendWork(subject, gathered);
+    } else if (!this.#gatherFlush) {
+      this.#gatherFlush = true;
+      queueMicrotask(() => this.#flushWork());
+    }
+  }
+
+  // The end of a turn: what is left of each subject's spawns goes, split so that every live node
+  // may take a share (the server hands one message to each node's pull in turn; a dozen spawns in
+  // one message would all go to one node). Before any node was heard from, one spawn a message.
+  #flushWork(): void {
+    this.#gatherFlush = false;
+    const all = [...this.#gathering];
+    this.#gathering.clear();
+    // Closed meanwhile: the run's spawns go with it (close purges what was queued).
+    if (this.#closing) return;
+    const live = this.nodeLoads.filter((info) => info.wire === NATS_WIRE_VERSION).length;
+    for (const [subject, gathered] of all) {
+      const count = live === 0 ? gathered.length : Math.min(live, gathered.length);
+      let from = 0;
+      for (let part = 0; part < count; part += 1) {
+        const to = Math.round(((part + 1) * gathered.length) / count);
+        this.#sendWork(subject, gathered.slice(from, to));
+        from = to;
+      }
+    }
+  }
+
+  #sendWork(subject: string, gathered: readonly Gathered[]): void {
+    // Cancelled or queued again in the same turn: not sent.
+    const members = gathered.filter(
+      ({ actor, generation }) =>
+        this.#actors.get(actor.start.actorId) === actor && actor.generation === generation,
+    );
+    if (members.length === 0) return;
+    const message: WorkMessage = { seq: undefined, wanted: new Set() };
+    for (const { actor } of members) {
+      message.wanted.add(actor);
+      actor.queued = message;
+    }
+    this.#link.writer.publish(subject, joinSpawns(members.map(({ spawn }) => spawn))).then(
+      (ack) => {
+        message.seq = ack.seq;
+        // Cancelled or queued again while the publish was under way: take it back out.
+        if (message.wanted.size === 0) this.#deleteWork(ack.seq);
+      },
+      (error: unknown) => {
+        // NATS went away meanwhile: the spawns are queued again when it is back.
+        if (this.#lostAt !== undefined) return;
+        for (const { actor, generation } of members) {
+          if (this.#actors.get(actor.start.actorId) !== actor || actor.generation !== generation)
+            continue;
           this.#end(
             actor,
             lostOutcome(
               new TroupeError(
                 'runtime.worker_exit',
-                `Could not queue ${start.actorId} on NATS at ${this.#link.where}: ${errorMessage(error)}`,
+                `Could not queue ${actor.start.actorId} on NATS at ${this.#link.where}: ${errorMessage(error)}`,
               ),
             ),
           );
-        },
-      );
+        }
+      },
+    );
+  }
+
+  #deleteWork(seq: number): void {
+    void this.#link.jsm.streams.deleteMessage(STREAMS.work, seq).catch(() => false);
   }
 
   // A fresh spawn for an actor whose node is gone: the old one leaves the queue, so nothing but
@@ -436,16 +520,19 @@ export class NatsTransport implements Transport {
     this.#unqueue(actor);
     // Again, it goes to whichever node takes it first.
     this.#untarget(actor);
-    actor.workSeq = undefined;
     actor.owner = undefined;
     actor.generation += 1;
     actor.waitingSince = Date.now();
     this.#publishWork(actor);
   }
 
+  // Its spawn is no longer wanted; the message it is in leaves the queue with the last of its spawns.
   #unqueue(actor: RemoteActor): void {
-    if (actor.workSeq === undefined) return;
-    void this.#link.jsm.streams.deleteMessage(STREAMS.work, actor.workSeq).catch(() => false);
+    const message = actor.queued;
+    if (message === undefined) return;
+    actor.queued = undefined;
+    message.wanted.delete(actor);
+    if (message.wanted.size === 0 && message.seq !== undefined) this.#deleteWork(message.seq);
   }
 
   // Ends an attempt from here (cancelled before placement, never placed, lost): its result, as a host would send it.
@@ -706,13 +793,23 @@ export class NatsTransport implements Transport {
           lostOutcome(
             new TroupeError(
               'runtime.unplaced',
-              `No worker node took ${actor.start.actorId} within ${Math.round(this.#placeTimeoutMs / 1000)} s. Start one with: troupe worker --nats ${this.#link.where}`,
+              `No worker node took ${actor.start.actorId} within ${Math.round(this.#placeTimeoutMs / 1000)} s. ${this.#otherWires() ?? `Start one with: troupe worker --nats ${this.#link.where}`}`,
             ),
           ),
         );
       }
     }
     if (out.length > 0) handlers.items(this.#hostId, out);
+  }
+
+  // When every live node speaks another wire (another troupe version): they see none of this run's spawns.
+  #otherWires(): string | undefined {
+    const live = this.nodeLoads;
+    if (live.some((info) => info.wire === NATS_WIRE_VERSION)) return undefined;
+    const others = live.filter((info) => info.wire !== NATS_WIRE_VERSION);
+    if (others.length === 0) return undefined;
+    const names = others.map((info) => `${info.node} (troupe ${info.version}, wire ${info.wire})`);
+    return `The live nodes ${names.join(', ')} speak another troupe NATS wire than this coordinator (troupe wire ${NATS_WIRE_VERSION}) and take none of its spawns: run the same troupe version on the coordinator and the nodes.`;
   }
 
   // A lost connection is not a lost actor: nodes stop their actors when they lose NATS, and when

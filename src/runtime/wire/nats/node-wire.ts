@@ -11,6 +11,9 @@ import {
   RoleSpecSchema,
 } from '../protocol.js';
 
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
 /**
  * What crosses NATS between a coordinator and its worker nodes, on top of
  * the worker protocol (protocol.ts): the spawn request in the work queue,
@@ -20,7 +23,7 @@ import {
  */
 
 /** The version of this wire; a node refuses work of another one with an error that says so. */
-export const NATS_WIRE_VERSION = 4;
+export const NATS_WIRE_VERSION = 5;
 
 /**
  * One coordinator process of a run. A resumed coordinator is a new session
@@ -42,7 +45,7 @@ export const RemoteHostConfigSchema = HostConfigSchema.omit({
 export type RemoteHostConfig = z.infer<typeof RemoteHostConfigSchema>;
 
 /**
- * One spawn in the work queue (`troupe.work.<runId>`): everything a node
+ * One spawn in the work queue (`troupe.spawns.<runId>`): everything a node
  * needs to host the actor, self-contained, so whichever node takes it (the
  * first, or another after the first died) can start it.
  */
@@ -134,6 +137,72 @@ export class WorkEncoder {
     bytes.set(defs, head.length);
     return bytes;
   }
+}
+
+/**
+ * Spawns a coordinator queues in one event-loop turn share a message of the
+ * work queue, up to this many (wire 5). Per message the server stores,
+ * acknowledges and delivers once and a node handles one delivery: per spawn,
+ * these were most of the NATS fan-out's messages.
+ */
+export const SPAWNS_PER_MESSAGE = 16;
+
+// Between the spawns of one message: JSON text never holds a raw control character.
+const RECORD_SEPARATOR = 0x1e;
+
+/** The spawns (each as WorkEncoder makes it) as one message of the work queue. */
+export function joinSpawns(spawns: readonly Uint8Array[]): Uint8Array {
+  if (spawns.length === 1) return spawns[0] as Uint8Array;
+  let size = spawns.length - 1;
+  for (const spawn of spawns) size += spawn.length;
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const spawn of spawns) {
+    if (at > 0) {
+      bytes[at] = RECORD_SEPARATOR;
+      at += 1;
+    }
+    bytes.set(spawn, at);
+    at += spawn.length;
+  }
+  return bytes;
+}
+
+/** The spawns of one message of the work queue (views of its bytes; one, for a message of one). */
+export function splitSpawns(data: Uint8Array): Uint8Array[] {
+  const spawns: Uint8Array[] = [];
+  let from = 0;
+  for (;;) {
+    const end = data.indexOf(RECORD_SEPARATOR, from);
+    if (end === -1) break;
+    spawns.push(data.subarray(from, end));
+    from = end + 1;
+  }
+  spawns.push(data.subarray(from));
+  return spawns;
+}
+
+const UNREAD = encoder.encode(',"readJournal":false}');
+const READ = encoder.encode(',"readJournal":true }');
+
+/**
+ * The spawn, as WorkEncoder made it, saying to read the actor's journal
+ * first: a spawn a node hands back after its actor ran there (the next
+ * node continues from the journal), as a redelivered message says by its
+ * delivery count. The header's last field is `readJournal`; the flag is
+ * rewritten in place (the same length), nothing else is touched.
+ */
+export function withJournalRead(spawn: Uint8Array): Uint8Array {
+  const split = spawn.indexOf(NEWLINE);
+  const headerEnd = split === -1 ? spawn.length : split;
+  const at = headerEnd - UNREAD.length;
+  if (at < 0) return spawn;
+  for (let index = 0; index < UNREAD.length; index += 1) {
+    if (spawn[at + index] !== UNREAD[index]) return spawn;
+  }
+  const copy = spawn.slice();
+  copy.set(READ, at);
+  return copy;
 }
 
 /**
@@ -295,9 +364,6 @@ export type NodeInfo = z.infer<typeof NodeInfoSchema>;
 
 /** The coordinator's heartbeat on `troupe.run.<runId>.beat`: nodes drop a run whose coordinator is silent. */
 export const BeatSchema = z.object({ session: SessionSchema });
-
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 
 /** JSON bytes for a NATS payload. */
 export function encode(value: unknown): Uint8Array {

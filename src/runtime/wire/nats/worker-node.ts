@@ -28,7 +28,6 @@ import {
   nodeConsumer,
   STREAMS,
   subjects,
-  token,
   WORK_CONSUMER,
 } from './nats-link.js';
 import {
@@ -37,12 +36,16 @@ import {
   type DownItem,
   decode,
   encode,
+  joinSpawns,
   NATS_WIRE_VERSION,
   type NodeInfo,
   type JournalEntry as NodeJournalEntry,
   type Session,
+  SPAWNS_PER_MESSAGE,
+  splitSpawns,
   WorkDecoder,
   type WorkItem,
+  withJournalRead,
 } from './node-wire.js';
 
 /** How a worker node is set up. */
@@ -83,11 +86,35 @@ export interface WorkerNodeOptions {
  */
 const UP_LAZY_MS = 5;
 
+/**
+ * Messages one pull of the work queue asks for: up to 32 spawns on their
+ * way at once, the second arriving while the first is taken.
+ */
+const MESSAGES_PER_PULL = 2;
+
+// A message this node took from the work queue: one spawn, or the spawns a coordinator queued in
+// one turn (SPAWNS_PER_MESSAGE). It stays unacknowledged while any of them runs here (the node
+// heartbeats it), and is acknowledged once each is done with here and one of them was settled:
+// finished, refused, or over. A spawn only let go (it runs elsewhere now, a later one replaced it)
+// settles nothing, as a message of one such spawn was never acknowledged.
+interface WorkLease {
+  msg: JsMsg;
+  /** How many spawns it holds. */
+  spawns: number;
+  /** Spawns of it not done with here yet. */
+  open: number;
+  settled: boolean;
+}
+
 // One actor attempt this node took from the queue.
 interface NodeActor {
   actorId: string;
   work: WorkItem;
-  msg: JsMsg;
+  /** The message its spawn came in, and its spawn's bytes there (what a hand-back queues again). */
+  lease: WorkLease;
+  spawn: Uint8Array;
+  /** Its part of the lease is done with (see #endShare). */
+  shareDone: boolean;
   run: NodeRun;
   hostId: number | undefined;
   /** Items for it that arrived before it had a thread. */
@@ -154,8 +181,8 @@ export class WorkerNode {
   readonly #sessions = new Map<string, Session>();
   readonly #subs: Subscription[] = [];
   readonly #hashes = new Map<string, string>();
-  /** Spawns of finished actors to acknowledge at the end of this turn, with the batches of their results. */
-  #acks: { run: NodeRun; msg: JsMsg }[] = [];
+  /** Messages to acknowledge at the end of this turn, after the batches of their actors' results. */
+  #acks: JsMsg[] = [];
   readonly #work = new WorkDecoder();
   readonly #startedAt = Date.now();
   // Names this process's journal chains: a node restarted under the same name writes other ones.
@@ -223,7 +250,7 @@ export class WorkerNode {
     await ensureWorkConsumer(
       this.#link,
       own,
-      `troupe.work.*.${token(this.#options.name)}`,
+      subjects.workOnAny(this.#options.name),
       this.#deadAfterMs,
     );
     const consumer = await this.#link.js.consumers.get(STREAMS.work, WORK_CONSUMER);
@@ -240,7 +267,7 @@ export class WorkerNode {
   // While disconnected, what actors send is lost or late: stop them. Their coordinators queue them
   // again (they lost NATS too, or they hear this node go silent), and they continue from their journals.
   async #watchConnection(): Promise<void> {
-    const handBack: JsMsg[] = [];
+    const givenUp = new Set<WorkLease>();
     for await (const status of this.#link.nc.status()) {
       if (this.#stopping) return;
       if (status.type === 'disconnect') {
@@ -249,7 +276,8 @@ export class WorkerNode {
           for (const actor of [...run.actors.values()]) {
             if (actor.dropped) continue;
             this.#drop(actor, 'the node lost its connection to NATS');
-            handBack.push(actor.msg);
+            this.#endShare(actor, false);
+            givenUp.add(actor.lease);
           }
         }
         this.#log(
@@ -260,7 +288,11 @@ export class WorkerNode {
         // Coordinators could not beat while NATS was away: count from now.
         for (const run of this.#runs.values()) run.lastBeat = Date.now();
         // The coordinators queue these actors again: their old spawns are done with.
-        for (const msg of handBack.splice(0)) msg.term();
+        for (const lease of givenUp) {
+          lease.settled = true;
+          if (lease.open === 0) this.#ackSoon(lease);
+        }
+        givenUp.clear();
         this.#log('reconnected to NATS');
       }
     }
@@ -278,12 +310,14 @@ export class WorkerNode {
     const deadline = Date.now() + graceMs;
     while (this.#held > 0 && Date.now() < deadline) await delay(100);
     for (const run of [...this.#runs.values()]) {
+      const back: NodeActor[] = [];
       for (const actor of [...run.actors.values()]) {
         if (actor.dropped) continue;
         this.#drop(actor, 'the node is shutting down');
-        // Handed back at once, not after the ack wait: another node takes it now.
-        actor.msg.nak();
+        back.push(actor);
       }
+      // Handed back at once, not after the ack wait: another node takes them now.
+      await this.#handBack(back, 0);
       await this.#closeRun(run, 1000);
     }
     clearInterval(this.#tick);
@@ -293,12 +327,13 @@ export class WorkerNode {
     await this.#link.nc.drain().catch(() => undefined);
   }
 
-  // Two pulls in flight, so the next batch is on its way while one is taken: a burst of spawns
-  // reaches the threads without a round trip to the server between batches.
-  // The node's own queue has a pull of its own that counts no room asked for by the others (a spawn
-  // that finds the node full goes back, see #take): placed spawns never wait behind the shared ones.
+  // One pull of the shared queue in flight, of MESSAGES_PER_PULL messages: the server hands a
+  // message to each waiting pull in turn, so nodes share a burst message by message (two pulls of
+  // one node would take two messages in a row). The node's own queue has a pull of its own that
+  // counts no room asked for by the other (a spawn that finds the node full goes back, see #take):
+  // placed spawns never wait behind the shared ones.
   async #fetchLoop(shared: Consumer, placed: Consumer): Promise<void> {
-    await Promise.all([this.#pull(shared), this.#pull(shared), this.#pull(placed, false)]);
+    await Promise.all([this.#pull(shared), this.#pull(placed, false)]);
   }
 
   async #pull(consumer: Consumer, counted = true): Promise<void> {
@@ -308,15 +343,18 @@ export class WorkerNode {
         await new Promise<void>((resolve) => this.#slotWaiters.push(resolve));
         continue;
       }
-      // Small batches: nodes that pull at once share the queue instead of one taking all.
-      const asked = Math.min(free, 32);
-      if (counted) this.#asked += asked;
-      let received = 0;
+      // Small batches: nodes that pull at once share the queue instead of one taking all. A
+      // message holds up to SPAWNS_PER_MESSAGE spawns; one that does not fit goes back (#take).
+      const asked = Math.max(1, Math.min(MESSAGES_PER_PULL, Math.floor(free / SPAWNS_PER_MESSAGE)));
+      const room = Math.min(free, asked * SPAWNS_PER_MESSAGE);
+      if (counted) this.#asked += room;
+      let released = 0;
       try {
         const messages = await consumer.fetch({ max_messages: asked, expires: 2000 });
         for await (const msg of messages) {
-          received += 1;
-          if (counted) this.#asked -= 1;
+          const share = Math.min(room - released, SPAWNS_PER_MESSAGE);
+          released += share;
+          if (counted) this.#asked -= share;
           if (this.#stopping) {
             msg.nak();
             continue;
@@ -327,7 +365,7 @@ export class WorkerNode {
         // Disconnected or the server restarts: try again shortly.
         if (!this.#stopping) await delay(250);
       } finally {
-        if (counted) this.#asked -= asked - received;
+        if (counted) this.#asked -= room - released;
       }
     }
   }
@@ -337,38 +375,58 @@ export class WorkerNode {
   }
 
   #take(msg: JsMsg): void {
+    const spawns = splitSpawns(msg.data);
+    const lease: WorkLease = { msg, spawns: spawns.length, open: spawns.length, settled: false };
+    const over: Uint8Array[] = [];
+    for (const spawn of spawns) {
+      if (this.#held >= this.#options.maxActors) over.push(spawn);
+      else this.#takeOne(lease, spawn);
+    }
+    if (over.length === 0) return;
+    // Full (pulls of the two queues met, or a message larger than the room asked for): the rest
+    // goes back for later, or for another node.
+    if (over.length === lease.spawns) {
+      lease.open = 0;
+      msg.nak(500);
+    } else {
+      void this.#requeue(lease, over, 500, false);
+    }
+  }
+
+  #takeOne(lease: WorkLease, spawn: Uint8Array): void {
     let work: WorkItem;
     try {
-      work = this.#work.decode(msg.data);
+      work = this.#work.decode(spawn);
     } catch (error) {
       this.#log(`refused a spawn: ${errorMessage(error)}`);
-      msg.term();
+      this.#letGo(lease, true);
       return;
     }
     const run = this.#runOf(work);
     if (run === undefined) {
       // A spawn of a coordinator session a resumed one replaced: nobody waits for it.
-      msg.term();
+      this.#letGo(lease, true);
       return;
     }
     const actorId = work.start.actorId;
     const existing = run.actors.get(actorId);
     if (existing !== undefined && !existing.dropped && sameSpawn(existing.work, work)) {
-      // Redelivered to the node that has it (the ack wait passed while it was busy): keep the one running.
-      return;
-    }
-    if (this.#held >= this.#options.maxActors) {
-      // Full (pulls of the two queues met): it goes back for later, or for another node.
-      msg.nak(500);
+      // Redelivered to the node that has it (the ack wait passed while it was busy): keep the one
+      // running, whose own delivery of the message is acknowledged when it is done.
       return;
     }
     // An older spawn of the actor is still here (its drop is on the way): this one replaces it.
-    if (existing !== undefined) this.#drop(existing, 'a later spawn of it came');
+    if (existing !== undefined) {
+      this.#drop(existing, 'a later spawn of it came');
+      this.#endShare(existing, false);
+    }
     this.#chains += 1;
     const actor: NodeActor = {
       actorId,
       work,
-      msg,
+      lease,
+      spawn,
+      shareDone: false,
       run,
       hostId: undefined,
       pending: [],
@@ -394,7 +452,7 @@ export class WorkerNode {
       this.#finish(actor, lost(refusal));
       return;
     }
-    if (work.readJournal || actor.msg.info.deliveryCount > 1) {
+    if (work.readJournal || actor.lease.msg.info.deliveryCount > 1) {
       try {
         actor.journal = await run.journal.read(journalKey(work));
         actor.inbox = run.journal.inboxOf(journalKey(work));
@@ -408,7 +466,7 @@ export class WorkerNode {
           run.actors.delete(actor.actorId);
           this.#held -= 1;
           this.#slotFreed();
-          actor.msg.nak(1000);
+          void this.#handBack([actor], 1000);
         }
         return;
       }
@@ -428,7 +486,7 @@ export class WorkerNode {
     for (const actor of [...run.actors.values()]) {
       if (actor.dropped) continue;
       this.#drop(actor, 'its coordinator was replaced');
-      actor.msg.term();
+      this.#endShare(actor, true);
     }
     this.#log(`run ${run.runId}: a resumed coordinator took over; the old one's actors stopped`);
     void this.#closeRun(run, 2000);
@@ -805,23 +863,84 @@ export class WorkerNode {
     this.#release(actor);
     if (actor.dropped) return;
     run.up.push({ type: 'actor.result', actorId: actor.actorId, outcome });
-    void actor.journalWrite.then(() => this.#ackSoon(run, actor.msg));
+    void actor.journalWrite.then(() => this.#endShare(actor, true));
+  }
+
+  // The actor's part of its message is done with here: `settled` (finished, refused, over) or only
+  // let go. Once per actor.
+  #endShare(actor: NodeActor, settled: boolean): void {
+    if (actor.shareDone) return;
+    actor.shareDone = true;
+    this.#letGo(actor.lease, settled);
+  }
+
+  #letGo(lease: WorkLease, settled: boolean): void {
+    lease.open -= 1;
+    if (settled) lease.settled = true;
+    if (lease.open === 0 && lease.settled) this.#ackSoon(lease);
+  }
+
+  /**
+   * Hands actors' spawns back to the queue (after `delayMs`), for this node later or another:
+   * a message whose every spawn goes back goes back whole (`nak`); else the spawns go back as a
+   * message of their own, and their part of this one is done once it is stored. Its actors are
+   * dropped already.
+   */
+  async #handBack(actors: readonly NodeActor[], delayMs: number): Promise<void> {
+    const byLease = new Map<WorkLease, Uint8Array[]>();
+    for (const actor of actors) {
+      if (actor.shareDone) continue;
+      actor.shareDone = true;
+      const spawns = byLease.get(actor.lease) ?? [];
+      if (spawns.length === 0) byLease.set(actor.lease, spawns);
+      spawns.push(actor.spawn);
+    }
+    await Promise.all(
+      [...byLease].map(([lease, spawns]) => this.#requeue(lease, spawns, delayMs, true)),
+    );
+  }
+
+  // `started`: their actors began here, so whichever node takes them continues from the journal
+  // (a message that comes back whole says so by its delivery count).
+  async #requeue(
+    lease: WorkLease,
+    spawns: Uint8Array[],
+    delayMs: number,
+    started: boolean,
+  ): Promise<void> {
+    if (spawns.length === lease.spawns && lease.open === lease.spawns) {
+      lease.open = 0;
+      lease.msg.nak(delayMs);
+      return;
+    }
+    if (delayMs > 0) await delay(delayMs);
+    const again =
+      started || lease.msg.info.deliveryCount > 1 ? spawns.map(withJournalRead) : spawns;
+    try {
+      await this.#link.writer.publish(lease.msg.subject, joinSpawns(again));
+    } catch (error) {
+      // Not queued again: the message stays unacknowledged here, and JetStream hands it on after
+      // its ack wait once nothing of it runs here (a node does not heartbeat a message it idles).
+      this.#log(`could not hand ${spawns.length} spawns back: ${errorMessage(error)}`);
+      return;
+    }
+    for (let index = 0; index < spawns.length; index += 1) this.#letGo(lease, true);
   }
 
   // The result goes with this turn's batch (the results of a turn share a message), and before the
   // spawn's ack on the same connection, which the server reads in order: it never has the ack
   // without the result (no PING round trip per actor needed to know it). The acks of a turn go
   // together too: one socket write for all, not one per actor.
-  #ackSoon(run: NodeRun, msg: JsMsg): void {
-    this.#acks.push({ run, msg });
+  #ackSoon(lease: WorkLease): void {
+    this.#acks.push(lease.msg);
     if (this.#acks.length > 1) return;
     setImmediate(() => {
       const acks = this.#acks;
       this.#acks = [];
-      for (const { run: of } of acks) of.up.flush();
+      for (const run of this.#runs.values()) run.up.flush();
       // A closed connection left the spawns unacknowledged: JetStream hands them on, as for a death.
       if (this.#link.nc.isClosed()) return;
-      for (const ack of acks) ack.msg.ack();
+      for (const msg of acks) msg.ack();
     });
   }
 
@@ -895,15 +1014,16 @@ export class WorkerNode {
         ) {
           return;
         }
-        if (item.done === true) actor.msg.term();
         this.#drop(actor, item.reason, item.kill === true);
+        // Done: the attempt is over. Else it runs elsewhere now, perhaps from this very message.
+        this.#endShare(actor, item.done === true);
         return;
       }
       case 'node.run_closed':
         for (const actor of [...run.actors.values()]) {
           if (actor.dropped) continue;
           this.#drop(actor, 'the run is closed');
-          actor.msg.term();
+          this.#endShare(actor, true);
         }
         void this.#closeRun(run, 5000);
         return;
@@ -978,14 +1098,16 @@ export class WorkerNode {
     const late = now - this.#lastTick > 2 * Math.max(100, Math.floor(this.#deadAfterMs / 3));
     this.#lastTick = now;
     for (const run of this.#runs.values()) {
-      for (const actor of run.actors.values()) if (!actor.dropped) actor.msg.working();
+      const leases = new Set<WorkLease>();
+      for (const actor of run.actors.values()) if (!actor.dropped) leases.add(actor.lease);
+      for (const lease of leases) lease.msg.working();
       if (!late && !this.#disconnected && now - run.lastBeat > this.#deadAfterMs) {
         // The coordinator is gone: stop paying for its actors. A resumed one queues them again.
         this.#log(`run ${run.runId}: its coordinator is silent; stopping its actors`);
         for (const actor of [...run.actors.values()]) {
           if (actor.dropped) continue;
           this.#drop(actor, 'its coordinator is gone');
-          actor.msg.term();
+          this.#endShare(actor, true);
         }
         void this.#closeRun(run, 2000);
       }

@@ -2,10 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { isTroupeError } from '../../../../src/errors.js';
 import { defineRole, toRoleSpec } from '../../../../src/roles/role.js';
 import {
+  joinSpawns,
   NATS_WIRE_VERSION,
+  splitSpawns,
   WorkDecoder,
   WorkEncoder,
   type WorkItemInput,
+  withJournalRead,
 } from '../../../../src/runtime/wire/nats/node-wire.js';
 
 const role = toRoleSpec(defineRole({ name: 'worker', description: 'w', system: 'w' }));
@@ -106,5 +109,40 @@ describe('WorkEncoder and WorkDecoder', () => {
     })();
     expect(isTroupeError(refused, 'runtime.protocol')).toBe(true);
     expect((refused as Error).message).toMatch(/spawn request is invalid.*\n.*start\.attempt/s);
+  });
+});
+
+describe('spawns in one message of the work queue', () => {
+  it('splits a message back into the spawns joined in it, one of them for a message of one', () => {
+    const encoder = new WorkEncoder();
+    const decoder = new WorkDecoder();
+    // A task may hold any text; JSON escapes control characters, so none reads as a separator.
+    const tasks = ['plain', 'with \u001e a separator and\na newline', 'é and emoji 🙂'];
+    const spawns = tasks.map((task, index) =>
+      encoder.encode({ ...work(`a-${index}`), start: { ...work(`a-${index}`).start, task } }),
+    );
+    const parts = splitSpawns(joinSpawns(spawns));
+    expect(parts).toHaveLength(3);
+    expect(parts.map((part) => decoder.decode(part).start.task)).toEqual(tasks);
+
+    const [only] = spawns;
+    expect(splitSpawns(joinSpawns(spawns.slice(0, 1)))).toEqual([only]);
+  });
+
+  it("rewrites a spawn to read its actor's journal first, and touches nothing else", () => {
+    const encoder = new WorkEncoder();
+    const decoder = new WorkDecoder();
+    const sent = {
+      ...work('b-1'),
+      start: { ...work('b-1').start, task: 'say "readJournal":false}' },
+    };
+    const spawn = encoder.encode(sent);
+    const again = withJournalRead(spawn);
+    expect(again.length).toBe(spawn.length);
+    expect(decoder.decode(again)).toEqual({ ...sent, readJournal: true });
+    // The spawn it came from is left as it was, and one that reads it already stays so.
+    expect(decoder.decode(spawn).readJournal).toBe(false);
+    const reading = encoder.encode({ ...work('b-2'), readJournal: true });
+    expect(withJournalRead(reading)).toBe(reading);
   });
 });
