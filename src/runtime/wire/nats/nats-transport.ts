@@ -461,8 +461,11 @@ export class NatsTransport implements Transport {
     // Closed meanwhile: the run's spawns go with it (close purges what was queued).
     if (this.#closing) return;
     const live = this.nodeLoads.filter((info) => info.wire === NATS_WIRE_VERSION).length;
+    const shared = subjects.work(this.#runId);
     for (const [subject, gathered] of all) {
-      const count = live === 0 ? gathered.length : Math.min(live, gathered.length);
+      // A node's own subject (a pipeline's members placed on it) has one reader.
+      const readers = subject === shared ? live : 1;
+      const count = readers === 0 ? gathered.length : Math.min(readers, gathered.length);
       let from = 0;
       for (let part = 0; part < count; part += 1) {
         const to = Math.round(((part + 1) * gathered.length) / count);
