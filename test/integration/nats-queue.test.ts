@@ -75,11 +75,26 @@ async function until(what: string, condition: () => Promise<boolean> | boolean):
   }
 }
 
-function natsRuntime(transport: NatsTransport, options: RuntimeOptions): Runtime {
+// A run's runtime on the NATS transport, its coordinator registered.
+async function natsRuntime(
+  placeTimeoutMs: number,
+): Promise<{ runtime: Runtime; transport: NatsTransport }> {
+  const runId = createRunId();
+  const options: RuntimeOptions = {
+    workspace: process.cwd(),
+    grants: ['read'],
+    runId,
+    roles: [worker],
+    model: { provider: 'offline' },
+  };
+  const transport = await createNatsTransport(runId, options, {
+    url: server.url,
+    placeTimeoutMs,
+  });
   const runtime = new Runtime({ ...options, transport });
   runtimes.push(runtime);
   runtime.registerRoot('coordinator', { model: { provider: 'offline' }, task: 'fan out' });
-  return runtime;
+  return { runtime, transport };
 }
 
 describe.skipIf(natsServerBinary() === undefined)('NATS work queue', () => {
@@ -88,19 +103,7 @@ describe.skipIf(natsServerBinary() === undefined)('NATS work queue', () => {
     const jsm = await jetstreamManager(nc);
     const queued = async (): Promise<number> =>
       (await jsm.streams.info(STREAMS.work)).state.messages;
-    const runId = createRunId();
-    const options: RuntimeOptions = {
-      workspace: process.cwd(),
-      grants: ['read'],
-      runId,
-      roles: [worker],
-      model: { provider: 'offline' },
-    };
-    const transport = await createNatsTransport(runId, options, {
-      url: server.url,
-      placeTimeoutMs: 20_000,
-    });
-    const runtime = natsRuntime(transport, options);
+    const { runtime, transport } = await natsRuntime(20_000);
     const events: AgentEvent[] = [];
     runtime.bus.onAny((event) => events.push(event));
     // The first spawn starts the transport, which pings the nodes: then it knows the stand-in,
@@ -138,19 +141,7 @@ describe.skipIf(natsServerBinary() === undefined)('NATS work queue', () => {
 
   it('fails a spawn that only nodes of another wire could take, naming them and what to do', async () => {
     await standInAnswering(standInNode('old-node', NATS_WIRE_VERSION - 1));
-    const runId = createRunId();
-    const options: RuntimeOptions = {
-      workspace: process.cwd(),
-      grants: ['read'],
-      runId,
-      roles: [worker],
-      model: { provider: 'offline' },
-    };
-    const transport = await createNatsTransport(runId, options, {
-      url: server.url,
-      placeTimeoutMs: 1500,
-    });
-    const runtime = natsRuntime(transport, options);
+    const { runtime } = await natsRuntime(1500);
 
     const result = await runtime.spawn('worker', 'a task', { parent: 'coordinator' }).result;
     expect(result.status).toBe('failed');
