@@ -126,6 +126,15 @@ describe('runCli', () => {
     expect(io.stderr.text).toContain('troupe worker needs --nats <url>');
   });
 
+  it('exits 2 and says the unit when worker --dead-after is too short to hear coordinators', async () => {
+    const io = fakeIo();
+    expect(
+      await runCli(argv('worker', '--nats', 'nats://127.0.0.1:1', '--dead-after', '3'), io),
+    ).toBe(2);
+    expect(io.stderr.text).toContain('in milliseconds and must be at least 2000');
+    expect(io.stderr.text).toContain('for 3 seconds, pass 3000');
+  });
+
   it('exits 2 and says to start a server when no NATS server answers', async () => {
     const port = await freePort();
     const io = fakeIo();

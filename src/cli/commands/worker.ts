@@ -1,9 +1,23 @@
 import { availableParallelism, hostname } from 'node:os';
 import type { Command } from 'commander';
+import { InvalidArgumentError } from 'commander';
 import { startWorkerNode } from '../../runtime/nats-setup.js';
 import { troupePackage } from '../../util/package-files.js';
 import { type CliIo, EXIT, exitWith, usageError } from '../context.js';
 import { parsePositiveInteger, resolveFolder } from './options.js';
+
+// Coordinators beat every second: a node that waits less than two beats counts a live one as gone.
+const MIN_DEAD_AFTER_MS = 2000;
+
+function parseDeadAfter(value: string): number {
+  const ms = parsePositiveInteger(value);
+  if (ms < MIN_DEAD_AFTER_MS) {
+    throw new InvalidArgumentError(
+      `it is in milliseconds and must be at least ${MIN_DEAD_AFTER_MS} (coordinators beat every second); for ${ms} seconds, pass ${ms * 1000}.`,
+    );
+  }
+  return ms;
+}
 
 interface WorkerFlags {
   nats?: string | undefined;
@@ -45,8 +59,8 @@ export function registerWorkerCommand(program: Command, io: CliIo): void {
     )
     .option(
       '--dead-after <ms>',
-      'silence after which a node counts as dead and its actors move (default 15000)',
-      parsePositiveInteger,
+      'silence after which a node counts as dead and its actors move, in ms (default 15000, at least 2000)',
+      parseDeadAfter,
     )
     .option(
       '--drain <seconds>',
