@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import type { JetStreamClient, JetStreamManager, StreamConfig } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { errorMessage, TroupeError } from '../../../errors.js';
 import { StreamWriter } from './stream-writer.js';
@@ -179,48 +179,23 @@ export async function ensureStreams(link: NatsLink, deadAfterMs: number): Promis
   const { RetentionPolicy, StorageType } = await import('@nats-io/jetstream');
   const { nanos } = await import('@nats-io/transport-node');
   const maxAge = nanos(RETENTION_MS);
-  await ensure(
-    () =>
-      link.jsm.streams.add({
-        name: STREAMS.work,
-        subjects: ['troupe.spawns.>'],
-        retention: RetentionPolicy.Workqueue,
-        storage: StorageType.File,
-        max_age: maxAge,
-      }),
-    () => link.jsm.streams.info(STREAMS.work),
-  );
-  await ensure(
-    () =>
-      link.jsm.streams.add({
-        name: STREAMS.responses,
-        subjects: ['troupe.responses.>'],
-        storage: StorageType.File,
-        max_age: maxAge,
-      }),
-    () => link.jsm.streams.info(STREAMS.responses),
-  );
-  await ensure(
-    () =>
-      link.jsm.streams.add({
-        name: STREAMS.results,
-        subjects: ['troupe.results.>'],
-        storage: StorageType.File,
-        max_msgs_per_subject: 1,
-        max_age: maxAge,
-      }),
-    () => link.jsm.streams.info(STREAMS.results),
-  );
-  await ensure(
-    () =>
-      link.jsm.streams.add({
-        name: STREAMS.runJournal,
-        subjects: ['troupe.runlog.>'],
-        storage: StorageType.File,
-        max_age: maxAge,
-      }),
-    () => link.jsm.streams.info(STREAMS.runJournal),
-  );
+  // Every stream keeps a message at most the retention time, on disk.
+  const stream = (name: string, subject: string, extra: Partial<StreamConfig> = {}) =>
+    ensure(
+      () =>
+        link.jsm.streams.add({
+          name,
+          subjects: [subject],
+          storage: StorageType.File,
+          max_age: maxAge,
+          ...extra,
+        }),
+      () => link.jsm.streams.info(name),
+    );
+  await stream(STREAMS.work, 'troupe.spawns.>', { retention: RetentionPolicy.Workqueue });
+  await stream(STREAMS.responses, 'troupe.responses.>');
+  await stream(STREAMS.results, 'troupe.results.>', { max_msgs_per_subject: 1 });
+  await stream(STREAMS.runJournal, 'troupe.runlog.>');
   await ensureWorkConsumer(link, WORK_CONSUMER, 'troupe.spawns.*', deadAfterMs);
 }
 

@@ -382,15 +382,9 @@ export class WorkerNode {
       if (this.#held >= this.#options.maxActors) over.push(spawn);
       else this.#takeOne(lease, spawn);
     }
-    if (over.length === 0) return;
     // Full (pulls of the two queues met, or a message larger than the room asked for): the rest
-    // goes back for later, or for another node.
-    if (over.length === lease.spawns) {
-      lease.open = 0;
-      msg.nak(500);
-    } else {
-      void this.#requeue(lease, over, 500, false);
-    }
+    // goes back for later, or for another node (the whole message, when none of it fit).
+    if (over.length > 0) void this.#requeue(lease, over, 500, false);
   }
 
   #takeOne(lease: WorkLease, spawn: Uint8Array): void {
