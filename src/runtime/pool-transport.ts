@@ -14,6 +14,10 @@ export function createPoolTransport(runId: string, options: RuntimeOptions): Loc
   return new LocalTransport({
     threads,
     config: hostConfigOf(runId, options),
+    // One thread first, more as every one is saturated (the scheduler asks); with the user's tools
+    // in the actor threads, all at once: a tool that crashes its thread takes only that thread's
+    // share of the actors.
+    startThreads: options.toolIsolation === 'thread' ? threads : 1,
     resourceLimits: { ...DEFAULT_AGENT_THREAD_LIMITS, ...options.threadLimits },
     // The same bound as the tool threads': a host silent this long is stopped, its culprit named.
     blockedMs: options.blockedThreadMs ?? 5000,

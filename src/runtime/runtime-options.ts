@@ -28,7 +28,11 @@ export interface RuntimeOptions {
   model: ModelSpec;
   /** Roles added to the built-ins (a role with a built-in's name replaces it). */
   roles?: readonly AnyRole[] | undefined;
-  /** Worker threads (default the available cores, at most 4). */
+  /**
+   * The most actor threads (default the available cores, at most 4). One
+   * starts with the first actor and another each time actors wait while every
+   * thread is full and saturated; with `toolIsolation: 'thread'`, all start at once.
+   */
   threads?: number | undefined;
   /** Absolute path of the workspace; file tools stay inside it. */
   workspace: string;

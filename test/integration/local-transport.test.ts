@@ -16,9 +16,9 @@ type Heard =
   | { kind: 'down'; hostId: number; error: TroupeError };
 
 /** A one-thread transport and what its handlers heard, in order; `next` waits for the next match. */
-function startTransport() {
+function startTransport(threads = 1) {
   const transport = new LocalTransport({
-    threads: 1,
+    threads,
     config: {
       runId: 'r',
       workspace: process.cwd(),
@@ -65,6 +65,25 @@ describe('LocalTransport', () => {
     // Handed over once: nothing is waiting any more.
     expect(adoptPrestartedPool(shape)).toBeUndefined();
     expect(transport.threadCount).toBe(1);
+  });
+
+  it('starts one host, and another at each grow() once the last is ready, up to its threads', async () => {
+    const { transport, next } = startTransport(2);
+    expect(transport.hosts()).toHaveLength(1);
+    expect(transport.spareHosts()).toBe(1);
+    // Not while a host it has is still starting: that is already more work for the cores.
+    expect(transport.grow()).toBe(false);
+    const [first] = transport.hosts();
+    await next((entry) => entry.kind === 'ready' && entry.hostId === first);
+    expect(transport.grow()).toBe(true);
+    const second = transport.hosts().find((id) => id !== first);
+    expect(second).toBeDefined();
+    await next((entry) => entry.kind === 'ready' && entry.hostId === second);
+    expect(transport.threadCount).toBe(2);
+    // At its limit.
+    expect(transport.spareHosts()).toBe(0);
+    expect(transport.grow()).toBe(false);
+    expect(transport.hosts()).toHaveLength(2);
   });
 
   it('does not adopt prestarted threads of another shape', async () => {

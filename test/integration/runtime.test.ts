@@ -364,7 +364,8 @@ describe('Runtime on a worker pool', () => {
       model: { provider: 'scripted', script: { steps: [{ content: 'done' }] } },
     });
     await runtime.spawn('worker', 'quick').result;
-    expect(transport.threadCount).toBe(2);
+    // One actor needs one thread: the second starts only when the first is saturated.
+    expect(transport.threadCount).toBe(1);
     await runtime.close();
     expect(transport.threadCount).toBe(0);
   });

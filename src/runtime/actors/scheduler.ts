@@ -106,7 +106,8 @@ export class Scheduler {
    * do not count.
    */
   get overflow(): number {
-    let spare = 0;
+    // What the hosts hold now, and the hosts the transport may still add.
+    let spare = this.#maxPerHost * (this.#started ? (this.#transport.spareHosts?.() ?? 0) : 0);
     for (const hostId of this.hosts())
       spare += Math.max(0, this.#maxPerHost - (this.#load.get(hostId) ?? 0));
     return Math.max(0, this.#queue.length - spare);
@@ -158,6 +159,9 @@ export class Scheduler {
     while (this.#queue.length > 0) {
       const hostId = this.#pickHost();
       if (hostId === undefined) {
+        // Every host holds all it ever may: only another host makes room.
+        if (this.#transport.hosts().every((id) => this.roomOf(id) >= this.#maxPerHost))
+          this.#transport.grow?.();
         this.#lookLater();
         return;
       }
@@ -190,24 +194,37 @@ export class Scheduler {
 
   // A host full for a while that had time to spare in that while gets twice the room. Its busy
   // figure covers its last heartbeat's window: only one that began after it was full counts.
+  // When every host was full that long and saturated, with actors waiting, the transport adds a
+  // host instead, when it can. Actor threads start as the work needs them: actors mostly wait
+  // on models, so one thread holds a thousand of them with time to spare, and each thread more
+  // is an isolate to warm up and feed (1 thread against 2 at N = 1,000 on two cores: less CPU
+  // per agent and ~26 MiB less peak RSS; docs/PERFORMANCE.md).
   #grow(): void {
     const now = performance.now();
     // Every actor's events cross the main thread: while it is saturated, more actors at once
     // would only wait there, in memory (100,000 at once held 1.5-2 GiB for no gain in time).
     const mainBusy = this.#mainBusy();
-    for (const hostId of this.#transport.hosts()) {
+    const hosts = this.#transport.hosts();
+    let crowded = hosts.length > 0 && this.#queue.length > 0;
+    for (const hostId of hosts) {
       const room = this.roomOf(hostId);
       if (room >= this.#maxPerHost || (this.#load.get(hostId) ?? 0) < room) {
         this.#fullSince.delete(hostId);
+        if (room < this.#maxPerHost) crowded = false;
         continue;
       }
       const since = this.#fullSince.get(hostId);
       if (since === undefined) {
         this.#fullSince.set(hostId, now);
+        crowded = false;
         continue;
       }
-      if (now - since < 2 * ROOM_LOOK_MS) continue;
+      if (now - since < 2 * ROOM_LOOK_MS) {
+        crowded = false;
+        continue;
+      }
       const busy = this.#transport.busy?.(hostId);
+      if (busy === undefined || busy < SATURATED) crowded = false;
       if (busy !== undefined && busy < SATURATED && mainBusy < SATURATED) {
         // In proportion to the time it had to spare: a host idle 80% of the time takes four times as many.
         const factor = Math.min(4, Math.max(1.25, SATURATED / Math.max(busy, 0.01)));
@@ -215,6 +232,7 @@ export class Scheduler {
         this.#fullSince.delete(hostId);
       }
     }
+    if (crowded) this.#transport.grow?.();
   }
 
   /** Sends an item to the host the actor runs on; false when it runs nowhere now. */

@@ -237,9 +237,11 @@ export class PooledTools {
         );
         return;
       }
-      case 'progress':
-        lane.calls.get(item.callId)?.context.progress?.(item.note);
+      case 'progress': {
+        const progress = lane.calls.get(item.callId)?.context.progress;
+        if (progress !== undefined) for (const note of item.notes) progress(note);
         return;
+      }
       case 'approval.requested': {
         const call = lane.calls.get(item.callId);
         if (call === undefined) return;

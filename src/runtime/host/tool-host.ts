@@ -16,6 +16,9 @@ import type { HostPort } from './actor-host.js';
 
 // How often the thread says it is alive (the main thread's watchdog reads it).
 const BEAT_MS = 100;
+// Progress notes one item carries at most: a tool reporting in a loop still
+// sends several messages, so the receiver starts on the first.
+const NOTES_PER_ITEM = 1024;
 // The main thread's lane: calls it relays (from remote hosts, and suspects run alone).
 const MAIN = 0;
 
@@ -378,7 +381,17 @@ export class ToolHost {
       role: call.role,
       workspace: config.workspace,
       grants: config.grants,
-      progress: (note) => lane.out.push({ type: 'progress', callId: call.callId, note }),
+      progress: (note) => {
+        // Joins the call's item queued last when it is still the batch's last.
+        const last = lane.out.last();
+        if (
+          last?.type === 'progress' &&
+          last.callId === call.callId &&
+          last.notes.length < NOTES_PER_ITEM
+        )
+          last.notes.push(note);
+        else lane.out.push({ type: 'progress', callId: call.callId, notes: [note] });
+      },
     };
     if (config.hasApprove) {
       context.approve = (request) =>

@@ -61,6 +61,14 @@ export class Batcher<TItem> {
     this.#timer = setTimeout(() => this.flush(), this.#lazyMs);
   }
 
+  /**
+   * The item queued last, while it waits to be posted (undefined once it is):
+   * a producer may add to it instead of queuing another.
+   */
+  last(): TItem | undefined {
+    return this.#items.at(-1);
+  }
+
   /** Posts what is queued now. */
   flush(): void {
     this.#scheduled = false;

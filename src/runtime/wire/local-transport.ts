@@ -28,8 +28,13 @@ export { agentWorkerUrl } from './thread-start.js';
 
 /** Options for the local (worker-thread) transport. */
 export interface LocalTransportOptions {
-  /** Threads in the pool; each hosts many actors. */
+  /**
+   * The most threads in the pool; each hosts many actors. One starts with
+   * the transport, the others one at a time as `grow()` asks for them.
+   */
   threads: number;
+  /** Threads (hosts) started at once (default 1, at most `threads`). */
+  startThreads?: number | undefined;
   /** What every host is built from: sent with each host's task. */
   config: HostConfig;
   /** Per-thread memory limits; a thread past them dies and is replaced. */
@@ -96,6 +101,8 @@ export class LocalTransport implements Transport {
   // Host starts waiting after a thread failed to start (see #startAfterBootFailure).
   readonly #retries = new Set<NodeJS.Timeout>();
   #closing = false;
+  // Hosts the pool keeps: starts at `startThreads`, one more at each grow(), at most `threads`.
+  #wanted = 0;
   #watchdog: NodeJS.Timeout | undefined;
   #sweptAt = 0;
 
@@ -115,11 +122,13 @@ export class LocalTransport implements Transport {
     // Threads the CLI started while it loaded (thread-start.ts), when they have this shape.
     const prestarted = adoptPrestartedPool(shape);
     this.#shape = shape;
-    this.#pool = this.#listen(prestarted?.pool ?? createAgentPool(shape));
+    const first = Math.max(1, Math.min(threads, this.#options.startThreads ?? 1));
+    this.#pool = this.#listen(prestarted?.pool ?? createAgentPool(shape, first));
     for (const error of prestarted?.errors ?? []) {
       handlers.error(asTroupeError(error, 'The worker pool reported an error'), false);
     }
-    for (let index = 0; index < threads; index += 1) this.#startHost();
+    this.#wanted = first;
+    for (let index = 0; index < first; index += 1) this.#startHost();
     const blockedMs = this.#options.blockedMs;
     if (blockedMs !== undefined) {
       const every = Math.max(25, Math.min(1000, Math.floor(blockedMs / 4)));
@@ -150,6 +159,27 @@ export class LocalTransport implements Transport {
     this.#readBeat(host);
     if (performance.now() - host.beatAt > BUSY_BEAT_LATE_MS) return 1;
     return Atomics.load(host.state, HOST_STATE.busy) / 1000;
+  }
+
+  /**
+   * Starts one more host (its thread with it) while the pool has fewer than
+   * `threads` and every host it has is ready: false when it is at its limit,
+   * or one is still starting (a thread starting is already more work on the
+   * cores; the next look decides again once it runs).
+   */
+  grow(): boolean {
+    if (this.#pool === undefined || this.#closing) return false;
+    if (this.#wanted >= this.#options.threads) return false;
+    for (const host of this.#hosts.values()) if (host.alive && !host.ready) return false;
+    this.#wanted += 1;
+    this.#startHost();
+    return true;
+  }
+
+  spareHosts(): number {
+    return this.#pool === undefined || this.#closing
+      ? 0
+      : Math.max(0, this.#options.threads - this.#wanted);
   }
 
   /** Threads alive in the pool now (0 before start and after close). */
@@ -237,7 +267,7 @@ export class LocalTransport implements Transport {
       if (!this.#poolReady) {
         for (const other of this.#hosts.values())
           if (other.alive && !other.ready) other.stopReason ??= 'its pool was replaced';
-        this.#pool = this.#listen(createAgentPool(this.#shape));
+        this.#pool = this.#listen(createAgentPool(this.#shape, this.#wanted));
         void pool.destroy().catch(() => {});
       }
       this.#startHost();

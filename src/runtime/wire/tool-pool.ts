@@ -430,9 +430,11 @@ export class ToolPool {
         for (const hostId of this.#options.lanes?.hosts() ?? []) this.#openLane(thread, hostId);
         this.#pump();
         return;
-      case 'progress':
-        thread.calls.get(item.callId)?.hooks.progress(item.note);
+      case 'progress': {
+        const hooks = thread.calls.get(item.callId)?.hooks;
+        if (hooks !== undefined) for (const note of item.notes) hooks.progress(note);
         return;
+      }
       case 'approval.requested': {
         const call = thread.calls.get(item.callId);
         if (call === undefined) return;

@@ -128,7 +128,15 @@ export type LaneToTool = Extract<MainToTool, { type: 'call' | 'cancel' | 'approv
 
 export const ToolToMainSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ready') }),
-  z.object({ type: z.literal('progress'), callId: z.number().int(), note: z.string() }),
+  /**
+   * Progress a call reported, in order: the notes of one call in a row share
+   * an item (a tool reporting in a loop is one item per batch, not one per note).
+   */
+  z.object({
+    type: z.literal('progress'),
+    callId: z.number().int(),
+    notes: z.array(z.string()),
+  }),
   z.object({
     type: z.literal('approval.requested'),
     callId: z.number().int(),
@@ -188,7 +196,7 @@ export function parseLaneToTool(data: unknown): LaneToTool[] | undefined {
 
 /** Parses one message from a tool thread (in the main thread, or an actor thread on a lane); undefined when invalid. */
 export function parseToolToMain(data: unknown): ToolToMain[] | undefined {
-  if (Array.isArray(data) && data.every(isDone)) return data as ToolToMain[];
+  if (Array.isArray(data) && data.every(isDoneOrProgress)) return data as ToolToMain[];
   const parsed = ToolToMainBatchSchema.safeParse(data);
   return parsed.success ? parsed.data : undefined;
 }
@@ -205,6 +213,24 @@ function isCall(item: unknown): boolean {
     (call.role === undefined || typeof call.role === 'string') &&
     (call.solo === undefined || typeof call.solo === 'boolean')
   );
+}
+
+function isDoneOrProgress(item: unknown): boolean {
+  return isDone(item) || isProgress(item);
+}
+
+function isProgress(item: unknown): boolean {
+  const progress = item as Partial<Extract<ToolToMain, { type: 'progress' }>> | null;
+  if (
+    typeof progress !== 'object' ||
+    progress === null ||
+    progress.type !== 'progress' ||
+    !Number.isInteger(progress.callId) ||
+    !Array.isArray(progress.notes)
+  )
+    return false;
+  for (const note of progress.notes) if (typeof note !== 'string') return false;
+  return true;
 }
 
 function isDone(item: unknown): boolean {

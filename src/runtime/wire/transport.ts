@@ -57,6 +57,15 @@ export interface Transport {
    */
   busy?(hostId: number): number | undefined;
   /**
+   * Starts one more host when the transport may (it starts with fewer than
+   * it can have, and adds them as the scheduler finds every host saturated);
+   * false when it is at its limit, or a host it added is still starting.
+   * Optional: a transport without it starts all its hosts at once.
+   */
+  grow?(): boolean;
+  /** How many hosts `grow` may still add (0 or absent: none). */
+  spareHosts?(): number;
+  /**
    * Keeps a finished actor's stored result (already redacted) where a
    * coordinator resumed on another machine finds it. Optional: without it
    * results live only in the run folder.

@@ -33,6 +33,44 @@ function fakeHosts(busy: number | undefined): Transport & {
   return transport;
 }
 
+// One host at first, up to three: grow() adds one (it says ready at once here).
+function growingHosts(busy: number): Transport & {
+  starts: Map<number, number>;
+  load: number;
+  grown: number;
+} {
+  let handlers: TransportHandlers | undefined;
+  const ids = [1];
+  const transport = {
+    starts: new Map<number, number>([[1, 0]]),
+    load: busy,
+    grown: 0,
+    start(given: TransportHandlers): void {
+      handlers = given;
+      given.hostUp(1);
+    },
+    hosts: () => [...ids],
+    send(hostId: number, item: MainToWorkerInput): void {
+      if (item.type === 'actor.start')
+        transport.starts.set(hostId, (transport.starts.get(hostId) ?? 0) + 1);
+    },
+    busy: (): number => transport.load,
+    grow(): boolean {
+      if (ids.length >= 3) return false;
+      const id = ids.length + 1;
+      ids.push(id);
+      transport.grown += 1;
+      transport.starts.set(id, 0);
+      handlers?.hostUp(id);
+      return true;
+    },
+    spareHosts: (): number => 3 - ids.length,
+    terminate(): void {},
+    close: async (): Promise<void> => {},
+  };
+  return transport;
+}
+
 const base = {
   model: { provider: 'scripted' as const, script: { steps: [{ content: 'done' }] } },
   workspace: '/tmp',
@@ -127,6 +165,64 @@ describe("a host's room", () => {
     const result = await refused.result;
     expect(result.status).toBe('failed');
     expect(result.error?.message).toMatch(/10 spawns already wait for a place/);
+    await runtime.close();
+    const ends = await Promise.all(accepted.map((ref) => ref.result));
+    expect(ends.filter((end) => /wait for a place/.test(end.error?.message ?? ''))).toEqual([]);
+  });
+
+  it('adds a host only while actors wait and every host is full and saturated, one per look', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    const transport = growingHosts(0.97);
+    const runtime = new Runtime({ ...base, transport, maxActorsPerThread: 3000 });
+    // A thousand fit the first host: nothing waits, no other host starts.
+    for (let index = 0; index < 1000; index += 1) runtime.spawn(role, `task ${index}`);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(transport.grown).toBe(0);
+    // Past its room, saturated: once every host was found full at least two looks apart, a host
+    // more, filled from the queue at once.
+    for (let index = 0; index < 3000; index += 1) runtime.spawn(role, `more ${index}`);
+    await Promise.resolve();
+    expect([...transport.starts.values()]).toEqual([FIRST_ROOM]);
+    await vi.advanceTimersByTimeAsync(200);
+    expect(transport.grown).toBe(0);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(transport.grown).toBe(1);
+    expect([...transport.starts.values()]).toEqual([FIRST_ROOM, FIRST_ROOM]);
+    // The new host full and saturated for as long: one more.
+    await vi.advanceTimersByTimeAsync(200);
+    expect(transport.grown).toBe(1);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(transport.grown).toBe(2);
+    expect([...transport.starts.values()]).toEqual([FIRST_ROOM, FIRST_ROOM, FIRST_ROOM]);
+    // At the transport's limit: the rest wait, and count against maxQueued only past what the
+    // hosts could hold.
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(transport.grown).toBe(2);
+    vi.useRealTimers();
+    await runtime.close();
+  });
+
+  it('grows the room of a host with time to spare instead of adding one', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    const transport = growingHosts(0.3);
+    const runtime = new Runtime({ ...base, transport, maxActorsPerThread: 3000 });
+    for (let index = 0; index < 3000; index += 1) runtime.spawn(role, `task ${index}`);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(transport.grown).toBe(0);
+    expect([...transport.starts.values()]).toEqual([3000]);
+    vi.useRealTimers();
+    await runtime.close();
+  });
+
+  it('counts the hosts the transport may still add as room, against maxQueued', async () => {
+    const transport = growingHosts(0.99);
+    const runtime = new Runtime({ ...base, transport, maxActorsPerThread: 2000, maxQueued: 10 });
+    // 1,024 placed; 976 held back on the first host and 2 x 2,000 on the two it may add: accepted.
+    const accepted = Array.from({ length: 1024 + 976 + 4000 + 10 }, (_, index) =>
+      runtime.spawn(role, `task ${index}`),
+    );
+    const refused = await runtime.spawn(role, 'too many').result;
+    expect(refused.error?.message).toMatch(/10 spawns already wait for a place/);
     await runtime.close();
     const ends = await Promise.all(accepted.map((ref) => ref.result));
     expect(ends.filter((end) => /wait for a place/.test(end.error?.message ?? ''))).toEqual([]);

@@ -553,6 +553,9 @@ export class WorkerNode {
     const config = work.config;
     const transport = new LocalTransport({
       threads: this.#options.threads,
+      // All at once: the node places its actors over the hosts it has (least loaded), and its
+      // capacity (--max-actors) is what the coordinator sends it work by.
+      startThreads: this.#options.threads,
       config: {
         runId: work.runId,
         workspace: this.#options.workspace ?? config.workspace,
