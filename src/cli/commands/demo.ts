@@ -35,7 +35,11 @@ export function registerDemoCommand(program: Command, io: CliIo): void {
       'research → analysis → report over the bundled example corpus on the offline heuristic model (no key, no network)',
     )
     .option('--out <dir>', OUT_FLAG_HELP, defaultOutDir(io.env))
-    .option('--threads <n>', 'worker threads (default: cores, at most 4)', parsePositiveInteger)
+    .option(
+      '--threads <n>',
+      'the most worker threads for the agents (default: cores, at most 4; one starts, more while all are saturated)',
+      parsePositiveInteger,
+    )
     .option('--json', 'print every event as NDJSON on stdout (progress goes to stderr)')
     .option('--quiet', 'plain lines instead of the live view')
     .option('--fast', 'do not slow the offline model down for watching')

@@ -52,7 +52,7 @@ export function registerMcpCommand(program: Command, io: CliIo): void {
     .option('--roles <file>', 'an ES module exporting custom roles (made with defineRole)')
     .option(
       '--threads <n>',
-      'worker threads per run (default: cores, at most 4)',
+      'the most worker threads per run for the agents (default: cores, at most 4; one starts, more while all are saturated)',
       parsePositiveInteger,
     )
     .option('--max-steps <n>', "the coordinator's model calls (default 20)", parsePositiveInteger)

@@ -146,7 +146,11 @@ export function registerRunCommand(program: Command, io: CliIo): void {
       'an ES module exporting tools (made with defineTool) for the roles that name them; they run on a tool pool apart from the agents (repeatable)',
       collect,
     )
-    .option('--threads <n>', 'worker threads (default: cores, at most 4)', parsePositiveInteger)
+    .option(
+      '--threads <n>',
+      'the most worker threads for the agents (default: cores, at most 4; one starts, more while all are saturated)',
+      parsePositiveInteger,
+    )
     .option('--max-steps <n>', "the coordinator's model calls (default 20)", parsePositiveInteger)
     .option('--budget <tokens>', 'token budget for the whole run (e.g. 200k)', parseTokenCount)
     .option('--timeout <duration>', 'wall-time limit for the run (90, 90s, 10m, 1h)', parseDuration)
