@@ -31,6 +31,13 @@ export const FIRST_ROOM = 1024;
 const ROOM_LOOK_MS = 100;
 /** Busier than this (event-loop utilisation), a host has no time for more actors. */
 const SATURATED = 0.9;
+/**
+ * Looks in a row (ROOM_LOOK_MS apart) that found every host saturated while
+ * they held actors before the transport adds a host even with nothing
+ * waiting: a second of it, so a burst that a thread works off between model
+ * calls does not start one, and work that keeps a thread busy does.
+ */
+const SATURATED_LOOKS = 10;
 
 /**
  * Admission and placement: a FIFO queue of actors waiting for a place, and
@@ -70,6 +77,9 @@ export class Scheduler {
   // Per host: when it was first found full with actors waiting (its busy figure counts from then).
   readonly #fullSince = new Map<number, number>();
   #look: NodeJS.Timeout | undefined;
+  // While the transport may add hosts: a look at how busy they are (see #watchSaturation).
+  #watch: NodeJS.Timeout | undefined;
+  #hotLooks = 0;
   // The main thread's event-loop use when the pending look was set (see #grow).
   #mainSince: EventLoopUtilization | undefined;
   #closed = false;
@@ -286,6 +296,8 @@ export class Scheduler {
     this.#closed = true;
     clearTimeout(this.#look);
     this.#look = undefined;
+    clearInterval(this.#watch);
+    this.#watch = undefined;
     if (this.#started) await this.#transport.close(graceMs);
   }
 
@@ -311,7 +323,39 @@ export class Scheduler {
     return best ?? lateBest;
   }
 
+  // Actors run and the transport may still add hosts: looks every ROOM_LOOK_MS whether every host
+  // has been saturated with actors on it for SATURATED_LOOKS looks in a row, and adds one then.
+  // Actors stay where they started, so this is for what comes next: the actors spawned from then
+  // on go to the new host (the least loaded) while the busy one works off its own.
+  #watchSaturation(): void {
+    const transport = this.#transport;
+    if (this.#watch !== undefined || this.#closed) return;
+    if (transport.grow === undefined || transport.busy === undefined) return;
+    if ((transport.spareHosts?.() ?? 0) === 0) return;
+    this.#watch = setInterval(() => this.#lookAtSaturation(), ROOM_LOOK_MS);
+    this.#watch.unref();
+  }
+
+  #lookAtSaturation(): void {
+    const transport = this.#transport;
+    if (this.#closed || (transport.spareHosts?.() ?? 0) === 0) {
+      clearInterval(this.#watch);
+      this.#watch = undefined;
+      return;
+    }
+    let held = 0;
+    let hot = true;
+    for (const hostId of transport.hosts()) {
+      held += this.#load.get(hostId) ?? 0;
+      const busy = transport.busy?.(hostId);
+      if (busy === undefined || busy < SATURATED) hot = false;
+    }
+    this.#hotLooks = hot && held >= 2 ? this.#hotLooks + 1 : 0;
+    if (this.#hotLooks >= SATURATED_LOOKS && transport.grow?.() === true) this.#hotLooks = 0;
+  }
+
   #startOn(record: ActorRecord, hostId: number): void {
+    this.#watchSaturation();
     record.state = 'running';
     record.hostId = hostId;
     record.attempt += 1;

@@ -227,4 +227,42 @@ describe("a host's room", () => {
     const ends = await Promise.all(accepted.map((ref) => ref.result));
     expect(ends.filter((end) => /wait for a place/.test(end.error?.message ?? ''))).toEqual([]);
   });
+
+  it('adds a host with nothing waiting once every host was saturated, with actors on it, for a second', async () => {
+    vi.useFakeTimers({
+      toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'performance'],
+    });
+    const transport = growingHosts(0.97);
+    const runtime = new Runtime({ ...base, transport, maxActorsPerThread: 3000 });
+    for (let index = 0; index < 100; index += 1) runtime.spawn(role, `task ${index}`);
+    await vi.advanceTimersByTimeAsync(900);
+    expect(transport.grown).toBe(0);
+    // A moment with time to spare starts the count again.
+    transport.load = 0.5;
+    await vi.advanceTimersByTimeAsync(100);
+    transport.load = 0.97;
+    await vi.advanceTimersByTimeAsync(900);
+    expect(transport.grown).toBe(0);
+    await vi.advanceTimersByTimeAsync(200);
+    expect(transport.grown).toBe(1);
+    // What is spawned next goes to the new host, the least loaded.
+    for (let index = 0; index < 10; index += 1) runtime.spawn(role, `next ${index}`);
+    await Promise.resolve();
+    expect([...transport.starts.values()]).toEqual([100, 10]);
+    vi.useRealTimers();
+    await runtime.close();
+  });
+
+  it('adds no host while its threads have time to spare, however many actors they hold', async () => {
+    vi.useFakeTimers({
+      toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'performance'],
+    });
+    const transport = growingHosts(0.85);
+    const runtime = new Runtime({ ...base, transport, maxActorsPerThread: 3000 });
+    for (let index = 0; index < 1000; index += 1) runtime.spawn(role, `task ${index}`);
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(transport.grown).toBe(0);
+    vi.useRealTimers();
+    await runtime.close();
+  });
 });
