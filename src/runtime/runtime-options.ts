@@ -30,8 +30,9 @@ export interface RuntimeOptions {
   roles?: readonly AnyRole[] | undefined;
   /**
    * The most actor threads (default the available cores, at most 4). One
-   * starts with the first actor and another each time actors wait while every
-   * thread is full and saturated; with `toolIsolation: 'thread'`, all start at once.
+   * starts with the first actor, and another when every thread is saturated:
+   * full with actors waiting, or busy for a second with actors on it. With
+   * `toolIsolation: 'thread'`, all start at once.
    */
   threads?: number | undefined;
   /** Absolute path of the workspace; file tools stay inside it. */

@@ -169,8 +169,10 @@ export class Scheduler {
     while (this.#queue.length > 0) {
       const hostId = this.#pickHost();
       if (hostId === undefined) {
-        // Every host holds all it ever may: only another host makes room.
-        if (this.#transport.hosts().every((id) => this.roomOf(id) >= this.#maxPerHost))
+        // Every host holds all it ever may: only another host makes room. (None at all: they
+        // are being replaced, or their threads fail to start; the transport sees to that.)
+        const hosts = this.#transport.hosts();
+        if (hosts.length > 0 && hosts.every((id) => this.roomOf(id) >= this.#maxPerHost))
           this.#transport.grow?.();
         this.#lookLater();
         return;
@@ -218,9 +220,10 @@ export class Scheduler {
     let crowded = hosts.length > 0 && this.#queue.length > 0;
     for (const hostId of hosts) {
       const room = this.roomOf(hostId);
-      if (room >= this.#maxPerHost || (this.#load.get(hostId) ?? 0) < room) {
+      const full = (this.#load.get(hostId) ?? 0) >= room;
+      if (!full) crowded = false;
+      if (room >= this.#maxPerHost || !full) {
         this.#fullSince.delete(hostId);
-        if (room < this.#maxPerHost) crowded = false;
         continue;
       }
       const since = this.#fullSince.get(hostId);

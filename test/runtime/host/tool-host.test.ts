@@ -38,6 +38,17 @@ afterEach(() => {
   open = undefined;
 });
 
+// Reports `count` notes in one go, then answers.
+const chattyTool = defineTool({
+  name: 'chatty',
+  description: 'Reports progress in a loop.',
+  parameters: z.object({ count: z.number().int() }),
+  execute: ({ count }, context) => {
+    for (let index = 0; index < count; index += 1) context.progress?.(`note ${index}`);
+    return `reported ${count}`;
+  },
+});
+
 function startHost(maxCalls: number) {
   const waits = new Map<string, () => void>();
   const gate = {
@@ -64,7 +75,7 @@ function startHost(maxCalls: number) {
     },
     host,
     state,
-    [gatedTool(gate)],
+    [gatedTool(gate), chattyTool],
   );
   const received: ToolToMain[] = [];
   const waiters: Array<() => void> = [];
@@ -136,6 +147,25 @@ describe('ToolHost waiting calls', () => {
       await host.until(() => host.done().length === index + 1);
     }
     expect(host.done()).toEqual(names.map((name, index) => `${index + 1}:done ${name}`));
+    host.main.postMessage([{ type: 'shutdown' }]);
+    await host.running;
+  });
+});
+
+describe('ToolHost progress', () => {
+  it("sends a call's notes in a row as shared items, in order, at most 1,024 each, before its answer", async () => {
+    const host = startHost(2);
+    await host.until(() => host.received.some((item) => item.type === 'ready'));
+    host.main.postMessage([
+      { type: 'call', callId: 7, tool: 'chatty', input: { count: 2500 }, agentId: 'agent-7' },
+    ]);
+    await host.until(() => host.done().length === 1);
+    const items = host.received.filter((item) => item.type === 'progress' || item.type === 'done');
+    const notes = items.flatMap((item) => (item.type === 'progress' ? [item.notes.length] : []));
+    expect(notes).toEqual([1024, 1024, 452]);
+    expect(items.at(-1)).toMatchObject({ type: 'done', callId: 7, content: 'reported 2500' });
+    const all = items.flatMap((item) => (item.type === 'progress' ? item.notes : []));
+    expect(all).toEqual(Array.from({ length: 2500 }, (_, index) => `note ${index}`));
     host.main.postMessage([{ type: 'shutdown' }]);
     await host.running;
   });
