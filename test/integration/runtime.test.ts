@@ -1,10 +1,12 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { waitForEvent } from '../../src/events/bus.js';
 import { defineChannel } from '../../src/roles/channel.js';
 import { defineRole, userTool } from '../../src/roles/role.js';
+import { createPoolTransport } from '../../src/runtime/pool-transport.js';
+import type { RuntimeOptions } from '../../src/runtime/runtime-options.js';
 import { LocalTransport } from '../../src/runtime/wire/local-transport.js';
-import { closeRuntimes, expectWellFormed, makeRuntime, ofType } from './helpers.js';
+import { closeRuntimes, expectWellFormed, FAULT_TOOLS, makeRuntime, ofType } from './helpers.js';
 
 afterEach(closeRuntimes);
 
@@ -368,5 +370,46 @@ describe('Runtime on a worker pool', () => {
     expect(transport.threadCount).toBe(1);
     await runtime.close();
     expect(transport.threadCount).toBe(0);
+  });
+
+  it('runs actors and their user tool calls on a thread added while the run goes', async () => {
+    const echoer = defineRole({
+      name: 'echoer',
+      description: 'e',
+      system: 'e',
+      tools: [userTool('echo')],
+      retry: 'fail_fast',
+    });
+    const options: RuntimeOptions = {
+      model: {
+        provider: 'scripted',
+        script: {
+          steps: [
+            { match: { call: 1 }, toolCalls: [{ name: 'echo', arguments: { text: 'hi' } }] },
+            { content: 'echoed' },
+          ],
+        },
+      },
+      roles: [echoer],
+      workspace: process.cwd(),
+      grants: ['read'],
+      threads: 2,
+      toolModules: [FAULT_TOOLS],
+      runId: 'grown',
+    };
+    const transport = createPoolTransport('grown', options);
+    const { runtime, events } = makeRuntime({ ...options, transport });
+    expect((await runtime.spawn('echoer', 'first').result).status).toBe('completed');
+    expect(transport.hosts()).toHaveLength(1);
+    // What the scheduler does when every host is saturated, asked directly.
+    expect(transport.grow()).toBe(true);
+    await vi.waitFor(() => expect(transport.threadCount).toBe(2), { timeout: 30_000 });
+    const results = await Promise.all(
+      Array.from({ length: 4 }, (_, index) => runtime.spawn('echoer', `next ${index}`).result),
+    );
+    expect(results.map((result) => result.status)).toEqual(Array(4).fill('completed'));
+    const echoed = ofType(events, 'tool.result').filter((event) => event.content === 'echo: hi');
+    expect(echoed).toHaveLength(5);
+    expectWellFormed(events);
   });
 });
