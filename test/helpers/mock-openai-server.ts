@@ -53,6 +53,8 @@ export type OpenAIReply =
       message: string;
       type?: string;
       headers?: Record<string, string>;
+      /** Wait this long before the error, as a reply's `delayMs`. */
+      delayMs?: number;
     }
   | { kind: 'raw'; contentType: string; body: string };
 
@@ -69,8 +71,9 @@ export function openaiError(
   status: number,
   message: string,
   headers: Record<string, string> = {},
+  delayMs?: number,
 ): OpenAIReply {
-  return { kind: 'error', status, message, headers };
+  return { kind: 'error', status, message, headers, ...(delayMs === undefined ? {} : { delayMs }) };
 }
 
 /** A running OpenAI mock. */
@@ -195,7 +198,7 @@ export async function startMockOpenAIServer(
       });
     });
     changed();
-    const delayMs = reply.kind === 'reply' ? (reply.delayMs ?? 0) : 0;
+    const delayMs = reply.kind === 'raw' ? 0 : (reply.delayMs ?? 0);
     if (delayMs > 0) {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([

@@ -17,6 +17,8 @@ export interface FanOut {
   reply?: (task: string) => string;
   /** A reason to fail this task's model call with (HTTP 400), or undefined to answer it. */
   fail?: (task: string) => string | undefined;
+  /** How long a failing call takes before its error (default 0). */
+  failAfterMs?: number;
   /** How long each sub-agent's model call takes (default 0), so a test sees the run live. */
   delayMs?: number;
   /** How long this task's model call takes (overrides `delayMs`); a call that never ends waits for a cancel. */
@@ -48,7 +50,7 @@ export function startFanOutServer(fanOut: FanOut): Promise<MockOpenAIServer> {
       }
       const task = text(messages.find((message) => message.role === 'user')?.content);
       const reason = fanOut.fail?.(task);
-      if (reason !== undefined) return openaiError(400, reason);
+      if (reason !== undefined) return openaiError(400, reason, {}, fanOut.failAfterMs);
       return openaiReply({
         content: fanOut.reply?.(task) ?? `Done: ${task}`,
         usage: { prompt: 1200, completion: 300 },

@@ -25,6 +25,9 @@ describe.runIf(hasPython())('the live view in a window of any size (pty)', () =>
       ],
       answer: 'All done.',
       delayMs: 2500,
+      // After the researchers are on screen: at 60x15 the failure's lines leave room for fewer
+      // than three agent rows, so a reporter that failed at once could beat the first frame.
+      failAfterMs: 1000,
       fail: (task) =>
         task.includes('write the report')
           ? `The deployment refuses this request: ${'the account has no access to the model in this region. '.repeat(3)}Rerun with --allow read,write,network, or remove those tools from the role.`
