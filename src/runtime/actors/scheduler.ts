@@ -173,7 +173,7 @@ export class Scheduler {
         // are being replaced, or their threads fail to start; the transport sees to that.)
         const hosts = this.#transport.hosts();
         if (hosts.length > 0 && hosts.every((id) => this.roomOf(id) >= this.#maxPerHost))
-          this.#transport.grow?.();
+          this.#addHost();
         this.#lookLater();
         return;
       }
@@ -217,27 +217,22 @@ export class Scheduler {
     // would only wait there, in memory (100,000 at once held 1.5-2 GiB for no gain in time).
     const mainBusy = this.#mainBusy();
     const hosts = this.#transport.hosts();
-    let crowded = hosts.length > 0 && this.#queue.length > 0;
+    // Judged before any room grows below (a host that gets room had time to spare anyway).
+    const crowded =
+      this.#queue.length > 0 && hosts.length > 0 && hosts.every((id) => this.#crowded(id, now));
     for (const hostId of hosts) {
       const room = this.roomOf(hostId);
-      const full = (this.#load.get(hostId) ?? 0) >= room;
-      if (!full) crowded = false;
-      if (room >= this.#maxPerHost || !full) {
+      if (room >= this.#maxPerHost || (this.#load.get(hostId) ?? 0) < room) {
         this.#fullSince.delete(hostId);
         continue;
       }
       const since = this.#fullSince.get(hostId);
       if (since === undefined) {
         this.#fullSince.set(hostId, now);
-        crowded = false;
         continue;
       }
-      if (now - since < 2 * ROOM_LOOK_MS) {
-        crowded = false;
-        continue;
-      }
+      if (now - since < 2 * ROOM_LOOK_MS) continue;
       const busy = this.#transport.busy?.(hostId);
-      if (busy === undefined || busy < SATURATED) crowded = false;
       if (busy !== undefined && busy < SATURATED && mainBusy < SATURATED) {
         // In proportion to the time it had to spare: a host idle 80% of the time takes four times as many.
         const factor = Math.min(4, Math.max(1.25, SATURATED / Math.max(busy, 0.01)));
@@ -245,7 +240,25 @@ export class Scheduler {
         this.#fullSince.delete(hostId);
       }
     }
-    if (crowded) this.#transport.grow?.();
+    if (crowded) this.#addHost();
+  }
+
+  // Asks the transport for one more host; the watch's count of saturated looks starts again
+  // from a host added (by any of the rules), so it measures a second with the new one too.
+  #addHost(): void {
+    if (this.#transport.grow?.() === true) this.#hotLooks = 0;
+  }
+
+  // A full host that only another host can relieve: at maxActorsPerThread, or full for two looks
+  // and saturated since.
+  #crowded(hostId: number, now: number): boolean {
+    const room = this.roomOf(hostId);
+    if ((this.#load.get(hostId) ?? 0) < room) return false;
+    if (room >= this.#maxPerHost) return true;
+    const since = this.#fullSince.get(hostId);
+    if (since === undefined || now - since < 2 * ROOM_LOOK_MS) return false;
+    const busy = this.#transport.busy?.(hostId);
+    return busy !== undefined && busy >= SATURATED;
   }
 
   /** Sends an item to the host the actor runs on; false when it runs nowhere now. */
@@ -354,7 +367,7 @@ export class Scheduler {
       if (busy === undefined || busy < SATURATED) hot = false;
     }
     this.#hotLooks = hot && held >= 2 ? this.#hotLooks + 1 : 0;
-    if (this.#hotLooks >= SATURATED_LOOKS && transport.grow?.() === true) this.#hotLooks = 0;
+    if (this.#hotLooks >= SATURATED_LOOKS) this.#addHost();
   }
 
   #startOn(record: ActorRecord, hostId: number): void {
